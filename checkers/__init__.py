@@ -1,0 +1,1 @@
+"""PySpark checker, the reference checker, verdicts and reports."""

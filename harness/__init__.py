@@ -1,0 +1,1 @@
+"""Cluster lifecycle, SSH control, clients, generator, history and the run command line."""

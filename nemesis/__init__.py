@@ -1,0 +1,1 @@
+"""Fault injection: partitions, kills, pauses, packet faults, clock skew, disk faults, leader churn."""

@@ -1,0 +1,1 @@
+"""The DLedger node: mmap commit-log store, consensus core, server and client (stdlib only)."""
