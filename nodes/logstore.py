@@ -1,0 +1,103 @@
+"""The log store interface that the consensus core, the server and the simulator share.
+
+Two implementations: the mmap file store (DLedger's on-disk layout) and an in-memory
+store used by the deterministic simulator. Log indexes start at 0; an empty log has
+`end_index == -1` and `end_term == -1`, as in DLedger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+MAGIC_NORMAL = 1
+MAGIC_NOOP = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One log entry: what the leader assigned (index, term) and the client's body."""
+
+    index: int
+    term: int
+    body: bytes
+    magic: int = MAGIC_NORMAL
+    channel: int = 0
+
+    @property
+    def is_noop(self) -> bool:
+        return self.magic == MAGIC_NOOP
+
+
+class StoreError(Exception):
+    """A store operation that cannot be done (non-consecutive append, missing index ...)."""
+
+
+class DiskFullError(StoreError):
+    """Disk use is above the reject ratio: DLedger answers DISK_FULL."""
+
+
+class LogStore(Protocol):
+    """A commit log: append, read, truncate, commit bookkeeping and durability."""
+
+    @property
+    def begin_index(self) -> int:
+        """First index still stored (-1 when empty)."""
+        ...
+
+    @property
+    def end_index(self) -> int:
+        """Last index stored (-1 when empty)."""
+        ...
+
+    @property
+    def end_term(self) -> int:
+        """Term of the last entry (-1 when empty)."""
+        ...
+
+    @property
+    def committed_index(self) -> int:
+        """Highest index known committed (-1 when none)."""
+        ...
+
+    @property
+    def flushed_index(self) -> int:
+        """Highest index whose bytes are durable on disk."""
+        ...
+
+    def append_leader(self, term: int, body: bytes, magic: int = MAGIC_NORMAL) -> Entry:
+        """Append as leader: the store assigns index `end_index + 1`."""
+        ...
+
+    def append(self, entries: Sequence[Entry]) -> None:
+        """Append as follower: entries must continue the log consecutively, terms non-decreasing."""
+        ...
+
+    def get(self, index: int) -> Entry:
+        """The entry at `index`; StoreError if it is not stored."""
+        ...
+
+    def get_range(self, first: int, last: int) -> list[Entry]:
+        """Entries `first..last` inclusive, clipped to what is stored."""
+        ...
+
+    def term_at(self, index: int) -> int:
+        """Term of the entry at `index`; -1 for index -1; StoreError if not stored."""
+        ...
+
+    def truncate_after(self, index: int) -> None:
+        """Drop every entry after `index` (never below the committed index)."""
+        ...
+
+    def set_committed(self, index: int) -> None:
+        """Record the committed index (it never goes backwards)."""
+        ...
+
+    def flush(self) -> int:
+        """Make everything appended durable; return the flushed index."""
+        ...
+
+    def close(self) -> None:
+        """Flush and release files."""
+        ...
