@@ -1,0 +1,70 @@
+"""What a node tells the outside: `events.jsonl` for machines and `node.log` for people.
+
+`events.jsonl`, one JSON object per line, written through at once (a kill -9 loses none):
+
+* role change: `{"event": "role", "time_ns", "node", "term", "role", "leader"}` with role
+  `"candidate"`, `"leader"` or `"follower"` and leader the known leader's id or null;
+* commit advance: `{"event": "commit", "time_ns", "node", "term", "commit_index"}`.
+
+`time_ns` is the node's wall clock (including the clock nemesis's offset).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from nodes.clock import NodeClock
+
+EVENTS_FILE = "events.jsonl"
+NODE_LOG = "node.log"
+
+
+class EventLog:
+    """Appends role-change and commit-advance lines to `<data-dir>/events.jsonl`."""
+
+    def __init__(self, data_dir: Path, node: str, clock: NodeClock) -> None:
+        self._node = node
+        self._clock = clock
+        self._file: TextIO = open(data_dir / EVENTS_FILE, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+        self._role: tuple[int, str, str | None] | None = None
+        self._commit = -1
+
+    def role(self, term: int, role: str, leader: str | None) -> None:
+        """Record a role change (repeats of the current (term, role, leader) are skipped)."""
+        key = (term, role, leader)
+        if key == self._role:
+            return
+        self._role = key
+        self._write({"event": "role", "term": term, "role": role, "leader": leader})
+
+    def commit(self, term: int, commit_index: int) -> None:
+        """Record that the commit index advanced to `commit_index` (backwards moves are skipped)."""
+        if commit_index <= self._commit:
+            return
+        self._commit = commit_index
+        self._write({"event": "commit", "term": term, "commit_index": commit_index})
+
+    def _write(self, fields: dict[str, object]) -> None:
+        line = {"time_ns": self._clock.wall_ns(), "node": self._node, **fields}
+        self._file.write(json.dumps(line, separators=(",", ":")) + "\n")
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def setup_node_log(data_dir: Path, node: str, level: int = logging.INFO) -> None:
+    """Send the node's logging to `<data-dir>/node.log`, and warnings also to stderr."""
+    fmt = logging.Formatter(f"%(asctime)s {node} %(levelname)s %(name)s: %(message)s")
+    file_handler = logging.FileHandler(data_dir / NODE_LOG, encoding="utf-8")
+    file_handler.setFormatter(fmt)
+    stderr_handler = logging.StreamHandler(sys.stderr)
+    stderr_handler.setFormatter(fmt)
+    stderr_handler.setLevel(logging.WARNING)
+    root = logging.getLogger()
+    root.setLevel(level)
+    root.addHandler(file_handler)
+    root.addHandler(stderr_handler)

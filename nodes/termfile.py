@@ -1,0 +1,101 @@
+"""DLedger's small properties files: `currterm` (term and vote) and `checkpoint` (commit).
+
+The text is DLedger's Java-properties form: `currTerm=..` / `voteLeader=..` (an empty vote
+meaning none) and `committedIndex=..`. DLedger replaces the files through a tmp file and a
+rename without fsync; we fsync the tmp file before the rename and the directory after it,
+so a vote survives a power loss.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+TERM_FILE = "currterm"
+CHECKPOINT_FILE = "checkpoint"
+TERM_KEY = "currTerm"
+VOTE_KEY = "voteLeader"
+COMMITTED_KEY = "committedIndex"
+
+
+class PropertiesFileError(Exception):
+    """A properties file exists but cannot be understood."""
+
+
+@dataclass(frozen=True, slots=True)
+class TermState:
+    term: int = 0
+    vote_for: str | None = None
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """`key=value` lines of `path` (comments and blank lines skipped); {} if it does not exist."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise PropertiesFileError(f"{path}: line {line!r} is not key=value; fix or delete the file")
+        values[key.strip()] = value.strip()
+    return values
+
+
+def write_properties(path: Path, values: dict[str, str]) -> None:
+    """Durably replace `path`: write a tmp file, fsync it, rename it, fsync the directory."""
+    tmp = path.with_name(path.name + ".tmp")
+    data = "".join(f"{k}={v}\n" for k, v in values.items()).encode()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _int_value(path: Path, values: dict[str, str], key: str, default: int) -> int:
+    raw = values.get(key)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise PropertiesFileError(f"{path}: {key}={raw!r} is not an integer; fix or delete the file") from exc
+
+
+def load_term(data_dir: Path) -> TermState:
+    """The persisted term and vote; term 0 and no vote when there is no file yet."""
+    path = data_dir / TERM_FILE
+    values = read_properties(path)
+    term = _int_value(path, values, TERM_KEY, 0)
+    if term < 0:
+        raise PropertiesFileError(f"{path}: {TERM_KEY}={term} is negative; fix or delete the file")
+    return TermState(term, values.get(VOTE_KEY) or None)
+
+
+def save_term(data_dir: Path, state: TermState) -> None:
+    """Persist term and vote durably (before any message that depends on them leaves)."""
+    write_properties(data_dir / TERM_FILE, {TERM_KEY: str(state.term), VOTE_KEY: state.vote_for or ""})
+
+
+def load_checkpoint(data_dir: Path) -> int:
+    """The last committed index written to `checkpoint`, -1 when none."""
+    path = data_dir / CHECKPOINT_FILE
+    return _int_value(path, read_properties(path), COMMITTED_KEY, -1)
+
+
+def save_checkpoint(data_dir: Path, committed_index: int) -> None:
+    """Record the committed index (a recovery hint, never above what the store holds)."""
+    write_properties(data_dir / CHECKPOINT_FILE, {COMMITTED_KEY: str(committed_index)})

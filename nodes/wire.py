@@ -1,0 +1,79 @@
+"""Framing on the wire: length prefix, version, message type, request id, payload.
+
+A frame is, big-endian::
+
+    length   uint32   bytes that follow this field (header rest + payload)
+    version  uint8    WIRE_VERSION
+    type     uint16   message type (see `nodes.codec`)
+    request  uint32   request id, echoed by the reply
+    payload  bytes    the message, encoded by `nodes.codec`
+
+`FrameParser` is sans-IO: feed it whatever bytes arrived and take the complete frames out.
+A frame whose length is out of bounds or whose version is unknown cannot be resynchronised,
+so the parser raises `FrameError` and the connection must be closed.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+WIRE_VERSION = 1
+MAX_FRAME = 16 * 1024 * 1024
+_LENGTH = struct.Struct(">I")
+_HEADER = struct.Struct(">IBHI")
+_REST = _HEADER.size - _LENGTH.size
+
+
+class FrameError(Exception):
+    """The byte stream is not a valid frame sequence; the connection cannot continue."""
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    msg_type: int
+    request_id: int
+    payload: bytes
+
+
+def encode_frame(msg_type: int, request_id: int, payload: bytes) -> bytes:
+    """One frame carrying `payload`; ValueError if it would exceed MAX_FRAME."""
+    length = _REST + len(payload)
+    if length > MAX_FRAME:
+        raise ValueError(f"frame of {length} bytes exceeds the {MAX_FRAME}-byte limit; send smaller batches")
+    return _HEADER.pack(length, WIRE_VERSION, msg_type, request_id & 0xFFFFFFFF) + payload
+
+
+class FrameParser:
+    """Incremental frame decoder over a byte stream."""
+
+    def __init__(self, max_frame: int = MAX_FRAME) -> None:
+        self._buf = bytearray()
+        self._max = max_frame
+
+    def feed(self, data: bytes) -> list[Frame]:
+        """Add `data`; return every frame now complete. FrameError on a bad length or version."""
+        buf = self._buf
+        buf += data
+        frames: list[Frame] = []
+        pos = 0
+        end = len(buf)
+        while end - pos >= _HEADER.size:
+            length, version, msg_type, request_id = _HEADER.unpack_from(buf, pos)
+            if length < _REST or length > self._max:
+                raise FrameError(f"frame length {length} outside {_REST}..{self._max}")
+            if version != WIRE_VERSION:
+                raise FrameError(f"wire version {version}, this node speaks {WIRE_VERSION}")
+            total = _LENGTH.size + length
+            if end - pos < total:
+                break
+            frames.append(Frame(msg_type, request_id, bytes(buf[pos + _HEADER.size:pos + total])))
+            pos += total
+        if pos:
+            del buf[:pos]
+        return frames
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held that do not yet make a whole frame."""
+        return len(self._buf)
