@@ -37,7 +37,8 @@ def make_codec() -> MessageCodec:
 
 
 entries = st.builds(Entry, index=st.integers(0, 2**62), term=st.integers(0, 2**62),
-                    body=st.binary(max_size=64), magic=st.sampled_from([1, 2]), channel=st.integers(-(2**31), 2**31 - 1))
+                    body=st.binary(max_size=64), magic=st.sampled_from([1, 2]),
+                    channel=st.integers(-(2**31), 2**31 - 1))
 samples = st.builds(Sample, term=st.integers(-(2**63), 2**63 - 1), name=st.text(max_size=20),
                     body=st.binary(max_size=100), ok=st.booleans(), colour=st.sampled_from(Colour),
                     leader=st.none() | st.text(max_size=5), entries=st.lists(entries, max_size=5),
