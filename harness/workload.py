@@ -1,0 +1,139 @@
+"""Client workers: each appends and reads at its share of the target rate and records every op.
+
+Outcomes follow Jepsen: `ok` when the node confirmed, `fail` when the op surely did not
+happen (a definite refusal), `info` when its fate is unknown (timeout, connection lost
+mid-call). After an `info` the worker takes a fresh process id, since the old process may
+still have an op in flight.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from harness.generator import Mix, Op, pacing_delay, worker_rng
+from harness.history import History
+from nodes.logstore import Entry
+from nodes.payload import payload_id
+
+
+class DefiniteFailure(Exception):
+    """The operation surely did not take effect."""
+
+
+class IndeterminateFailure(Exception):
+    """The operation may or may not have taken effect."""
+
+
+@dataclass(frozen=True)
+class Appended:
+    index: int
+    term: int
+    node: str
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    entries: list[Entry]
+    commit_index: int
+    node: str
+
+
+class LogClient(Protocol):
+    """The client calls a worker makes; failures raise DefiniteFailure or IndeterminateFailure."""
+
+    def append(self, body: bytes) -> Appended:
+        ...
+
+    def read(self, first: int, last: int) -> ReadResult:
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+@dataclass
+class WorkloadState:
+    """What workers share: the highest acknowledged index, and the stop signal."""
+
+    stop: threading.Event = field(default_factory=threading.Event)
+    known_end: int = -1
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def acknowledged(self, index: int) -> None:
+        with self.lock:
+            self.known_end = max(self.known_end, index)
+
+
+def read_value(first: int, last: int, result: ReadResult) -> dict:
+    """The history value of an ok read: the committed entries returned, as [index, id] pairs."""
+    return {"from": first, "to": last, "commit_index": result.commit_index,
+            "entries": [[e.index, payload_id(e.body)] for e in result.entries]}
+
+
+class Worker:
+    """One worker thread: process ids `worker, worker + workers, worker + 2*workers, ...`."""
+
+    def __init__(self, worker: int, workers: int, seed: int, rate: float, mix: Mix, history: History,
+                 state: WorkloadState, connect: Callable[[], LogClient]) -> None:
+        self.worker = worker
+        self.workers = workers
+        self.process = worker
+        self.rng = worker_rng(seed, worker)
+        self.rate = rate
+        self.mix = mix
+        self.history = history
+        self.state = state
+        self.connect = connect
+        self.seq = 0
+
+    def run(self) -> None:
+        client = self.connect()
+        try:
+            while not self.state.stop.wait(pacing_delay(self.rng, self.rate, self.workers)):
+                op = self.mix.next_op(self.rng, self.process, self.seq, self.state.known_end)
+                self.seq += 1
+                if not self.perform(client, op):
+                    client.close()
+                    self.process += self.workers
+                    client = self.connect()
+        finally:
+            client.close()
+
+    def perform(self, client: LogClient, op: Op) -> bool:
+        """Invoke and complete `op`; False when its outcome was indeterminate."""
+        h, process = self.history, self.process
+        h.invoke(process, op.f, op.value)
+        try:
+            if op.f == "append":
+                done = client.append(op.body)
+                self.state.acknowledged(done.index)
+                h.complete(process, "ok", op.f, {**op.value, "log_index": done.index, "term": done.term},
+                           node=done.node)
+            else:
+                first, last = op.value["from"], op.value["to"]
+                result = client.read(first, last)
+                h.complete(process, "ok", op.f, read_value(first, last, result), node=result.node)
+        except DefiniteFailure as e:
+            h.complete(process, "fail", op.f, op.value, error=str(e) or type(e).__name__)
+        except IndeterminateFailure as e:
+            h.complete(process, "info", op.f, op.value, error=str(e) or type(e).__name__)
+            return False
+        except Exception as e:  # a bug in the client must not leave an open invoke behind
+            h.complete(process, "info", op.f, op.value, error=f"client error: {e!r}")
+            return False
+        return True
+
+
+def start_workers(workers: int, seed: int, rate: float, mix: Mix, history: History, state: WorkloadState,
+                  connect: Callable[[], LogClient]) -> list[threading.Thread]:
+    """Start `workers` daemon threads running the workload until `state.stop` is set."""
+    threads = []
+    for w in range(workers):
+        worker = Worker(w, workers, seed, rate, mix, history, state, connect)
+        thread = threading.Thread(target=worker.run, name=f"worker-{w}", daemon=True)
+        thread.start()
+        threads.append(thread)
+    return threads

@@ -1,0 +1,124 @@
+"""Workers record Jepsen outcomes: ok, fail for definite refusals, info (and a new process) otherwise.
+
+The log here is an in-memory stand-in; real clients against real nodes run in the chaos tests.
+"""
+
+import json
+import threading
+
+from harness.generator import Mix
+from harness.history import History
+from harness.workload import (
+    Appended,
+    DefiniteFailure,
+    IndeterminateFailure,
+    ReadResult,
+    WorkloadState,
+    start_workers,
+)
+from nodes.logstore import Entry
+
+
+class ScriptedLog:
+    """Appends succeed, except every 7th is refused and every 11th times out."""
+
+    def __init__(self):
+        self.entries: list[Entry] = []
+        self.calls = 0
+        self.lock = threading.Lock()
+        self.closed = 0
+
+    def connect(self):
+        return self
+
+    def append(self, body):
+        with self.lock:
+            self.calls += 1
+            if self.calls % 7 == 0:
+                raise DefiniteFailure("NOT_LEADER")
+            if self.calls % 11 == 0:
+                raise IndeterminateFailure("timeout")
+            entry = Entry(len(self.entries), 1, body)
+            self.entries.append(entry)
+            return Appended(entry.index, 1, "n1")
+
+    def read(self, first, last):
+        with self.lock:
+            return ReadResult(self.entries[first:last + 1], len(self.entries) - 1, "n2")
+
+    def close(self):
+        self.closed += 1
+
+
+def run_workload(tmp_path, ops_wanted=400):
+    log = ScriptedLog()
+    state = WorkloadState()
+    path = tmp_path / "history.jsonl"
+    with History(path) as history:
+        threads = start_workers(4, seed=9, rate=0, mix=Mix(payload_size=32), history=history,
+                                state=state, connect=log.connect)
+        while sum(history.counts.values()) < ops_wanted and all(t.is_alive() for t in threads):
+            threads[0].join(0.01)
+        state.stop.set()
+        for t in threads:
+            t.join(5)
+    return log, [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_outcomes_and_fresh_processes_after_info(tmp_path):
+    _, ops = run_workload(tmp_path)
+    completions = [op for op in ops if op["type"] != "invoke"]
+    kinds = {op["type"] for op in completions if op["f"] == "append"}
+    assert kinds == {"ok", "fail", "info"}
+    open_by_process = {}
+    for op in ops:
+        if op["type"] == "invoke":
+            assert op["process"] not in open_by_process
+            open_by_process[op["process"]] = op
+        else:
+            assert open_by_process.pop(op["process"])["f"] == op["f"]
+    assert not open_by_process, "every invoke completed"
+    info_processes = {op["process"] for op in completions if op["type"] == "info"}
+    assert info_processes
+    for p in info_processes:
+        info_at = next(op["index"] for op in completions if op["process"] == p and op["type"] == "info")
+        assert not any(op["process"] == p and op["index"] > info_at for op in ops), "no reuse after info"
+    assert all(op["process"] % 4 == op_worker for op_worker, op in worker_of(ops)), "ids stay per worker"
+
+
+def worker_of(ops):
+    first_seen = {}
+    for op in ops:
+        first_seen.setdefault(op["process"], op["process"] % 4)
+        yield first_seen[op["process"]], op
+
+
+def test_ok_values_carry_indexes_and_read_ids(tmp_path):
+    log, ops = run_workload(tmp_path)
+    acks = [op for op in ops if op["type"] == "ok" and op["f"] == "append"]
+    assert all(log.entries[a["value"]["log_index"]].body.startswith(a["value"]["id"].encode()) for a in acks)
+    reads = [op for op in ops if op["type"] == "ok" and op["f"] == "read"]
+    assert reads, "reads are mixed in once something was acknowledged"
+    for r in reads:
+        v = r["value"]
+        assert all(v["from"] <= i <= v["to"] for i, _ in v["entries"])
+        assert all(ident.startswith("p") for _, ident in v["entries"])
+        assert r["node"] == "n2"
+
+
+def test_client_bugs_become_info_not_open_invokes(tmp_path):
+    class Broken(ScriptedLog):
+        def append(self, body):
+            raise KeyError("boom")
+
+    log = Broken()
+    state = WorkloadState()
+    with History(tmp_path / "h.jsonl") as history:
+        threads = start_workers(1, 1, 0, Mix(), history, state, log.connect)
+        while history.counts["info"] < 3:
+            threads[0].join(0.01)
+        state.stop.set()
+        threads[0].join(5)
+        assert history.open_processes() == {}
+    lines = [json.loads(x) for x in (tmp_path / "h.jsonl").read_text().splitlines()]
+    assert "client error: KeyError('boom')" in lines[1]["error"]
