@@ -84,8 +84,11 @@ def test_outcomes_and_fresh_processes_after_info(tmp_path):
         info_at = next(op["index"] for op in completions if op["process"] == p and op["type"] == "info")
         assert not any(op["process"] == p and op["index"] > info_at for op in ops), "no reuse after info"
     processes = {op["process"] for op in ops}
-    assert processes <= {w + 4 * k for w in range(4) for k in range(len(ops))}, "worker w uses w, w+4, ..."
-    assert all(p + 4 in processes for p in info_processes if any(q > p for q in processes if q % 4 == p % 4))
+    for w in range(4):
+        infos = sum(1 for op in completions if op["type"] == "info" and op["process"] % 4 == w)
+        assert {p for p in processes if p % 4 == w} == {w + 4 * k for k in range(infos + 1)}, (
+            "worker w uses w, then w+4 after its first info, w+8 after its second ..."
+        )
 
 
 def test_ok_values_carry_indexes_and_read_ids(tmp_path):
