@@ -6,6 +6,11 @@ from nodes.cliparse import run_subcommands
 
 COMMANDS = {
     "read-file": "nodes.inspect",
+    "serve": "nodes.serve",
+    "append": "nodes.tools",
+    "get": "nodes.tools",
+    "metadata": "nodes.tools",
+    "transfer": "nodes.tools",
 }
 
 if __name__ == "__main__":

@@ -1,0 +1,52 @@
+"""The node's wire protocol: which message travels under which frame type id.
+
+Type ids 1..63 are the client API, 64 and up peer traffic. A peer opens its connection with
+`PeerHello` so the receiver knows who sends the messages that follow (the core's peer
+messages do not name their sender). Each node sends everything it has for a peer (requests
+and responses alike) over its own outbound connection to that peer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nodes import messages as m
+from nodes.clientapi import (
+    AppendRequest,
+    ErrorResponse,
+    GetRequest,
+    LeadershipTransferRequest,
+    MetadataRequest,
+)
+from nodes.codec import MessageCodec
+
+
+@dataclass(frozen=True, slots=True)
+class PeerHello:
+    """First frame on a peer connection: the sender's id and group."""
+
+    node: str
+    group: str
+
+
+WIRE_TYPES: dict[int, type] = {
+    1: MetadataRequest, 2: m.MetadataResponse,
+    3: AppendRequest, 4: m.AppendResponse,
+    5: GetRequest, 6: m.ReadResponse,
+    7: LeadershipTransferRequest, 8: m.TransferResponse,
+    9: ErrorResponse,
+    64: PeerHello,
+    65: m.VoteRequest, 66: m.VoteResponse,
+    67: m.HeartbeatRequest, 68: m.HeartbeatResponse,
+    69: m.PushRequest, 70: m.PushResponse,
+    71: m.TransferRequest,
+}
+FIRST_PEER_TYPE = 64
+
+
+def wire_codec() -> MessageCodec:
+    """A codec that knows every message of the protocol."""
+    codec = MessageCodec()
+    for type_id, cls in WIRE_TYPES.items():
+        codec.register(type_id, cls)
+    return codec

@@ -1,0 +1,104 @@
+"""DLedger's command-line tools: `append`, `get`, `metadata` and `transfer` against a group.
+
+One module serves the four commands: `add_arguments` reads which one from the parser's
+prog, `run` from `args.command`. Results print as JSON lines on stdout; errors go to
+stderr. Exit codes: 0 done, 1 definitely failed (nothing happened), 2 outcome unknown
+(an append may have landed), 254 bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from nodes.client import Client, DefiniteFailure, IndeterminateFailure
+from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
+from nodes.messages import ReadMode
+from nodes.payload import payload_id
+from nodes.peers import parse_peers
+
+
+def _peers_arg(text: str) -> object:
+    try:
+        return parse_peers(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _read_mode_arg(text: str) -> str:
+    try:
+        return ReadMode.parse(text).label
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    command = parser.prog.rsplit(" ", 1)[-1]
+    parser.add_argument("--peers", required=True, type=_peers_arg,
+                        help="the group: n1=HOST:PORT,n2=HOST:PORT,...")
+    parser.add_argument("--group", default="", help="DLedger group name (default: any)")
+    parser.add_argument("--timeout", type=float, default=5.0, help="seconds per call (default 5)")
+    if command == "append":
+        parser.add_argument("--data", required=True, help="entry body (UTF-8 text)")
+        parser.add_argument("--count", type=int, default=1, help="append it this many times (default 1)")
+    elif command == "get":
+        parser.add_argument("--index", type=int, required=True, help="first log index")
+        parser.add_argument("--last", type=int, help="last log index (default: --index)")
+        parser.add_argument("--node", help="ask this node only (default: the leader)")
+        parser.add_argument("--mode", type=_read_mode_arg, default="",
+                            help="read mode (default: the node's own; read-index, lease, committed, "
+                                 "follower, unsafe)")
+    elif command == "transfer":
+        parser.add_argument("--to", required=True, help="peer id that should lead")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.command == "append" and args.count < 1:
+        print(f"--count must be at least 1, not {args.count}", file=sys.stderr)
+        return EXIT_BAD_ARGS
+    if args.command == "transfer" and args.to not in args.peers:
+        print(f"--to {args.to!r} is not one of the peers {sorted(args.peers)}", file=sys.stderr)
+        return EXIT_BAD_ARGS
+    with Client(args.peers, group=args.group, timeout=args.timeout) as client:
+        try:
+            _COMMANDS[args.command](client, args)
+        except DefiniteFailure as exc:
+            print(f"{args.command} failed: {exc}", file=sys.stderr)
+            return EXIT_INVALID
+        except IndeterminateFailure as exc:
+            print(f"{args.command} outcome unknown: {exc}", file=sys.stderr)
+            return EXIT_UNKNOWN
+    return EXIT_VALID
+
+
+def _print(fields: dict[str, object]) -> None:
+    print(json.dumps(fields), flush=True)
+
+
+def _append(client: Client, args: argparse.Namespace) -> None:
+    body = args.data.encode()
+    for _ in range(args.count):
+        ack = client.append(body)
+        _print({"index": ack.first_index, "term": ack.term, "node": ack.node})
+
+
+def _get(client: Client, args: argparse.Namespace) -> None:
+    result = client.get(args.index, args.last, node=args.node, mode=args.mode)
+    for e in result.entries:
+        _print({"index": e.index, "term": e.term, "magic": e.magic, "id": payload_id(e.body),
+                "body": e.body.decode(errors="replace")})
+    print(f"# node {result.node}, commit index {result.commit_index}", file=sys.stderr)
+
+
+def _metadata(client: Client, args: argparse.Namespace) -> None:
+    reply = client.metadata()
+    _print({"leader": reply.leader, "term": reply.term, "role": reply.role, "peers": reply.peers})
+
+
+def _transfer(client: Client, args: argparse.Namespace) -> None:
+    result = client.transfer(args.to)
+    _print({"leader": args.to, "term": result.term, "asked": result.node})
+
+
+_COMMANDS = {"append": _append, "get": _get, "metadata": _metadata, "transfer": _transfer}
