@@ -1,0 +1,23 @@
+"""`python -m harness COMMAND`: build images, run chaos tests against containers, clean up."""
+
+import sys
+
+from harness.errors import HarnessError
+from nodes.cliparse import EXIT_INTERNAL, run_subcommands
+
+COMMANDS = {
+    "image": "harness.image",
+    "clean": "harness.clean",
+}
+
+
+def main() -> int:
+    try:
+        return run_subcommands("python -m harness", __doc__ or "", COMMANDS)
+    except HarnessError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,23 @@
+"""Errors the harness raises for conditions a user can act on; each message says what to do."""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """A failure of the harness's environment or of a command it ran, with an actionable message."""
+
+
+class EngineUnavailable(HarnessError):
+    """The Docker engine is missing, stopped or unreachable."""
+
+
+class ImageBuildError(HarnessError):
+    """Building the base or the node image failed."""
+
+
+class CommandFailed(HarnessError):
+    """A command run on a node over SSH exited non-zero."""
+
+
+class CommandTimeout(HarnessError):
+    """A command run on a node over SSH did not finish in time."""
