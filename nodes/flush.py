@@ -1,0 +1,67 @@
+"""Durability: serialised flushes shared between waiters (group commit), and a ticker thread.
+
+`async` flush (DLedger's): a `Ticker` calls `Flusher.flush` every few milliseconds and
+appends return before their bytes are on disk. `sync` flush: an append returns only after
+`Flusher.sync_to(its index)`; while one thread fsyncs, later appenders queue on the lock,
+and the first of them to get it flushes everything appended meanwhile, so many concurrent
+appends share one fsync.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+
+class Flusher:
+    """Runs one flush at a time and remembers the highest index it made durable.
+
+    `lock` is held during a flush; the store also holds it for anything that must not run
+    beside one (truncation, deleting files, closing).
+    """
+
+    def __init__(self, flush_once: Callable[[], int], flushed_index: int = -1) -> None:
+        self._flush_once = flush_once
+        self.lock = threading.RLock()
+        self.flushed_index = flushed_index
+
+    def flush(self) -> int:
+        """Flush everything appended so far; return the durable index. Blocks."""
+        with self.lock:
+            self.flushed_index = self._flush_once()
+            return self.flushed_index
+
+    def sync_to(self, index: int) -> int:
+        """Return once `index` is durable, flushing unless a concurrent flush covered it."""
+        if self.flushed_index >= index:
+            return self.flushed_index
+        with self.lock:
+            if self.flushed_index < index:
+                self.flush()
+            return self.flushed_index
+
+
+class Ticker:
+    """A daemon thread calling `task` every `interval_s` seconds until `stop()`."""
+
+    def __init__(self, name: str, interval_s: float, task: Callable[[], object]) -> None:
+        self._interval = interval_s
+        self._task = task
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self._interval):
+            try:
+                self._task()
+            except Exception:
+                log.exception("%s failed", self._thread.name)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
