@@ -20,6 +20,7 @@ import paramiko
 import tenacity
 
 from harness.errors import CommandFailed, CommandTimeout, HarnessError
+from harness.wait import wait_for
 
 
 @dataclass(frozen=True)
@@ -194,9 +195,6 @@ class RemoteProcess:
 
     def wait_exit(self, timeout: float = 10.0) -> None:
         """Wait until the process is gone; HarnessError if it is still there after `timeout` seconds."""
-        try:
-            tenacity.Retrying(stop=tenacity.stop_after_delay(timeout), wait=tenacity.wait_fixed(0.05),
-                              retry=tenacity.retry_if_result(bool))(self.running)
-        except tenacity.RetryError as e:
-            raise HarnessError(f"{self.ssh.name}: process {self.pid()} still runs {timeout} s after the "
-                               "signal; send KILL") from e
+        wait_for(lambda: not self.running(), timeout,
+                 f"{self.ssh.name}: the process of {self.pidfile} still runs {timeout} s after the signal",
+                 interval=0.05)

@@ -1,0 +1,252 @@
+"""The Db: a DLedger cluster in Docker containers and every lifecycle action on it (Jepsen's Db).
+
+    with Db(nodes=5, key_dir=results / "ssh") as db:   # setup: images, network, containers, SSH
+        db.start()                                      # every node, over SSH; waits until each listens
+        leader = db.wait_for_leader()
+        db.kill("n2"); db.start("n2")                   # SIGKILL, then start again (recovery)
+        db.pause("n3"); db.resume("n3")                 # SIGSTOP / SIGCONT
+        db.ssh("n1").exec("iptables -S", timeout=5)     # Result(status, stdout, stderr)
+        db.collect(results)                             # results/nodes/<node>/{node.log, data/, ...}
+    # teardown() has run: no container, network or volume of the run is left
+
+The interface others use:
+* `names` (n1..nN), `node(name)` -> `Node` (`address` inside the run network,
+  `client_port` and `ssh_port` published on 127.0.0.1), `address(name)`,
+  `client_peers()` -> {name: Address(127.0.0.1, client port)} for `nodes.client.Client`,
+  `peers_arg()` -> the `--peers` value the nodes run with (run-network addresses).
+* `ssh(name)` -> `harness.control.Ssh`; `exec(name, command, timeout)` -> stdout, raising
+  `CommandFailed` on a non-zero exit (the nemesis's `Nodes` protocol).
+* `start(name=None)` (all nodes when None; a running node is left alone), `kill`, `stop`
+  (SIGTERM, waits for the exit), `pause`, `resume`, `running(name)`, `leader()`,
+  `wait_for_leader(timeout)`, `collect(results_dir)`, `teardown()`.
+
+Teardown always runs: on leaving the `with` block normally, on an exception, on Ctrl-C
+(SIGINT) and on SIGTERM (turned into KeyboardInterrupt while the Db is entered from the
+main thread), and a failed `setup` tears down what it made. Signals arriving during
+teardown are held until it is done. iptables rules and tc qdiscs live in the containers'
+network namespaces and die with them. A run killed with SIGKILL leaves resources that
+`python -m harness clean` removes (by label).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+import signal
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from harness.cluster import DATA_DIR, NODE_PORT, Cluster, Node, connect, new_run_id
+from harness.control import RemoteProcess, Ssh
+from harness.errors import HarnessError
+from harness.image import ensure_images
+from harness.keys import create_key_pair
+from harness.wait import wait_for
+from nodes.client import Client, ClientError
+from nodes.peers import Address
+
+PIDFILE = "/run/dledger-node.pid"
+STDOUT_LOG = f"{DATA_DIR}/stdout.log"
+
+
+class Db:
+    """A cluster of N DLedger nodes in containers of one run; see the module doc."""
+
+    def __init__(self, nodes: int = 3, *, serve_args: Sequence[str] = (), run_id: str | None = None,
+                 key_dir: Path | None = None, image: str | None = None):
+        self.run_id = run_id or new_run_id()
+        self.serve_args = list(serve_args)
+        self.size = nodes
+        self._image = image
+        self._key_dir = key_dir
+        self._own_key_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._cluster: Cluster | None = None
+        self._nodes: dict[str, Node] = {}
+        self._ssh: dict[str, Ssh] = {}
+        self._previous_sigterm: Any = None
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Build or reuse the images, create the network and containers, open one SSH connection per node."""
+        try:
+            client = connect()
+            image = self._image or ensure_images(client)
+            if self._key_dir is None:
+                self._own_key_dir = tempfile.TemporaryDirectory(prefix=f"dlc-{self.run_id}-ssh-")
+            key_dir = self._key_dir or Path(self._own_key_dir.name)
+            keys = create_key_pair(key_dir, f"dledger-chaos-{self.run_id}")
+            self._cluster = Cluster(client, self.run_id, self.size, image, keys.public_line)
+            self._nodes = self._cluster.create()
+            pkey = keys.pkey()
+            for name, node in self._nodes.items():
+                self._ssh[name] = Ssh("127.0.0.1", node.ssh_port, pkey, name=name)
+                self._ssh[name].connect()
+        except BaseException:
+            self.teardown()
+            raise
+
+    def teardown(self) -> None:
+        """Close SSH, remove the run's containers, volumes and network; safe at any point, and twice."""
+        with _signals_held():
+            for ssh in self._ssh.values():
+                ssh.close()
+            self._ssh.clear()
+            if self._cluster is not None:
+                self._cluster.remove()
+            if self._own_key_dir is not None:
+                self._own_key_dir.cleanup()
+                self._own_key_dir = None
+
+    def __enter__(self) -> Db:
+        if threading.current_thread() is threading.main_thread():
+            self._previous_sigterm = signal.signal(signal.SIGTERM, _interrupt)
+        self.setup()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.teardown()
+        finally:
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, self._previous_sigterm or signal.SIG_DFL)
+
+    # -- the nodes -------------------------------------------------------------------
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._nodes)
+
+    def node(self, name: str) -> Node:
+        try:
+            return self._nodes[name]
+        except KeyError:
+            raise HarnessError(f"no node {name!r} in this run; nodes are {self.names}") from None
+
+    def address(self, name: str) -> str:
+        """The node's IP address inside the run's network."""
+        return self.node(name).address
+
+    def peers_arg(self) -> str:
+        """The `--peers` value the nodes run with: their addresses inside the run's network."""
+        return ",".join(f"{n}={node.address}:{NODE_PORT}" for n, node in self._nodes.items())
+
+    def client_peers(self) -> dict[str, Address]:
+        """Each node's client port as published on 127.0.0.1, for `nodes.client.Client`."""
+        return {n: Address("127.0.0.1", node.client_port) for n, node in self._nodes.items()}
+
+    def ssh(self, name: str) -> Ssh:
+        self.node(name)
+        return self._ssh[name]
+
+    def exec(self, name: str, command: str, timeout: float = 10.0) -> str:
+        """Run `command` on the node; its stdout; CommandFailed if it exits non-zero."""
+        return self.ssh(name).check(command, timeout)
+
+    def process(self, name: str) -> RemoteProcess:
+        """The node's DLedger process."""
+        return RemoteProcess(self.ssh(name), PIDFILE, STDOUT_LOG)
+
+    def serve_command(self, name: str) -> str:
+        args = ["python3", "-m", "nodes", "serve", "--id", name, "--peers", self.peers_arg(),
+                "--data-dir", DATA_DIR, *self.serve_args]
+        return shlex.join(args)
+
+    def start(self, name: str | None = None, wait: float = 20.0) -> None:
+        """Start the node (every node when None) unless it runs; wait until each listens on its port."""
+        targets = [name] if name else self.names
+        for target in targets:
+            if not self.process(target).running():
+                self.process(target).start(self.serve_command(target))
+        for target in targets:
+            self._wait_listening(target, wait)
+
+    def _wait_listening(self, name: str, wait: float) -> None:
+        def listening() -> bool:
+            if not self.process(name).running():
+                log = self.ssh(name).exec(f"tail -n 20 {STDOUT_LOG}").stdout
+                raise HarnessError(f"{name}: the node exited at start; the end of {STDOUT_LOG}:\n{log}")
+            return bool(self.ssh(name).exec(f"ss -Hltn 'sport = :{NODE_PORT}'").stdout.strip())
+
+        wait_for(listening, wait, f"{name}: the node does not listen on port {NODE_PORT} after {wait} s; "
+                                  f"see {STDOUT_LOG} in its container")
+
+    def kill(self, name: str) -> None:
+        """SIGKILL the node process and wait until it is gone."""
+        if self.process(name).signal("KILL"):
+            self.process(name).wait_exit()
+
+    def stop(self, name: str, wait: float = 10.0) -> None:
+        """SIGTERM the node process (graceful: flush and close) and wait until it exits."""
+        process = self.process(name)
+        if process.signal("CONT") and process.signal("TERM"):
+            process.wait_exit(wait)
+
+    def pause(self, name: str) -> None:
+        """SIGSTOP the node process."""
+        self.process(name).signal("STOP")
+
+    def resume(self, name: str) -> None:
+        """SIGCONT the node process."""
+        self.process(name).signal("CONT")
+
+    def running(self, name: str) -> bool:
+        return self.process(name).running()
+
+    # -- the group -------------------------------------------------------------------
+
+    def leader(self, timeout: float = 1.0) -> str | None:
+        """The node that claims leadership in the highest term among those that answer, if any."""
+        claims: list[tuple[int, str]] = []
+        with Client(self.client_peers(), timeout=timeout) as client:
+            for name in self.names:
+                with contextlib.suppress(ClientError):
+                    meta = client.metadata(node=name, timeout=timeout)
+                    if meta.role == "leader":
+                        claims.append((meta.term, name))
+        return max(claims)[1] if claims else None
+
+    def wait_for_leader(self, timeout: float = 30.0) -> str:
+        """Wait until some node leads; its name. HarnessError after `timeout` seconds."""
+        failure = f"no leader elected within {timeout} s; see node.log of each node"
+        return wait_for(self.leader, timeout, failure) or ""
+
+    def collect(self, results_dir: Path) -> dict[str, list[Path]]:
+        """Copy each node's data dir (node.log, events.jsonl, store files) to results_dir/nodes/<node>/."""
+        copied: dict[str, list[Path]] = {}
+        failures: list[str] = []
+        for name in self.names:
+            try:
+                copied[name] = self.ssh(name).download_tree(DATA_DIR, results_dir / "nodes" / name)
+            except (OSError, HarnessError) as e:
+                failures.append(f"{name}: {e}")
+        if failures:
+            raise HarnessError("could not collect the files of " + "; ".join(failures))
+        return copied
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM until the block is done, then raise KeyboardInterrupt if one came."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, frame: received.append(signum))
+                for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if received:
+            raise KeyboardInterrupt(f"signal {received[0]} during teardown")
+
