@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: setup test lint chaos image sim bench bench-store bench-node bench-failover bench-checker clean
+.PHONY: setup debootstrap test lint chaos image sim bench bench-store bench-node bench-failover bench-checker clean
 
 setup: $(STAMP)
 
@@ -15,16 +15,22 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
+# The base image is made with debootstrap (no container registry is reachable): install it
+# when missing, unless BASE_IMAGE names another base.
+debootstrap:
+	@command -v debootstrap >/dev/null || [ -n "$(BASE_IMAGE)" ] || \
+		{ echo "installing debootstrap (builds the base image)"; apt-get update -qq && apt-get install -y -qq debootstrap; }
+
 lint: setup
 	$(VENV)/bin/ruff check nodes harness nemesis checkers tests bench
 
-test: setup lint
+test: setup lint debootstrap
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-image: setup
+image: setup debootstrap
 	$(PY) -m harness image
 
-chaos: setup
+chaos: setup debootstrap
 	$(PY) -m harness run --nodes 5 --time-limit 60 --nemesis kill,partition
 
 sim: setup
