@@ -12,6 +12,7 @@ store then refuses to open (`CorruptStoreError`) and changes nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from nodes.entrycodec import HEADER, INDEX, INDEX_SIZE
 from nodes.entryscan import ENTRY_MAGICS, Scan, SegmentView, StoredEntry
@@ -84,14 +85,17 @@ def check_data_files(data: SegmentList, report: RecoveryReport) -> list[int]:
     return [f[0] for f in files]
 
 
-def check_index_files(index: SegmentList, need_from: int, report: RecoveryReport) -> list[int]:
-    """Offsets of a contiguous run of index files covering `need_from`: files of the wrong
-    length are deleted and missing ones created empty (recovery then refills them)."""
+def check_index_files(index: SegmentList, need_from: int,
+                      report: RecoveryReport) -> tuple[list[int], int | None]:
+    """Offsets of a contiguous run of index files covering `need_from`, and the lowest log
+    index whose slot was lost (None if none): files of the wrong length are deleted and
+    missing ones created empty, for recovery to refill."""
     size = index.segment_size
-    present = []
+    present, dropped = [], []
     for offset, path, length in index.scan_files():
         if length != size or offset % size:
             path.unlink()
+            dropped.append(offset)
             report.notes.append(f"deleted index file {path.name} ({length} bytes, expected {size})")
         elif offset + size <= need_from:
             path.unlink()
@@ -99,14 +103,15 @@ def check_index_files(index: SegmentList, need_from: int, report: RecoveryReport
         else:
             present.append(offset)
     if not present:
-        return []
+        return [], need_from // INDEX_SIZE
     first = min(present[0], need_from - need_from % size)
     offsets = list(range(first, present[-1] + size, size))
-    for offset in offsets:
-        if offset not in present:
-            Segment.open(index.directory / segment_name(offset), offset, size).close()
-            report.notes.append(f"created missing index file {segment_name(offset)}")
-    return offsets
+    missing = [o for o in offsets if o not in present]
+    for offset in missing:
+        Segment.open(index.directory / segment_name(offset), offset, size).close()
+        report.notes.append(f"created missing index file {segment_name(offset)}")
+    gone = missing + dropped
+    return offsets, max(min(gone), need_from) // INDEX_SIZE if gone else None
 
 
 def recover(data: SegmentList, index: SegmentList) -> tuple[LogState, RecoveryReport]:
@@ -118,8 +123,9 @@ def recover(data: SegmentList, index: SegmentList) -> tuple[LogState, RecoveryRe
             path.unlink()
         return LogState(), report
     begin = _header_index(data, data.first_offset)
-    index.load(check_index_files(index, max(begin, 0) * INDEX_SIZE, report))
-    start = _walk_start(data, index)
+    offsets, lost = check_index_files(index, max(begin, 0) * INDEX_SIZE, report)
+    index.load(offsets)
+    start = _walk_start(data, index, lost)
     report.walked_from = start
     scan = Scan([SegmentView(s.offset, s.mm, s.size) for s in data.segments], start,
                 *_predecessor(data, index, start))
@@ -167,16 +173,19 @@ def _header_slot(data: SegmentList, pos: int) -> tuple[int, int, int, int, int, 
     return (magic, epos, size, idx, term, chain) if magic in ENTRY_MAGICS else None
 
 
-def _walk_start(data: SegmentList, index: SegmentList) -> int:
-    """The first data file whose first entry's index slot is missing or wrong, else the file
-    WALK_FILES from the end."""
+def _walk_start(data: SegmentList, index: SegmentList, lost: int | None) -> int:
+    """The first data file holding a lost index slot or whose first entry's slot is wrong,
+    else the file WALK_FILES from the end."""
     segments = data.segments
     fallback = segments[max(0, len(segments) - WALK_FILES)].offset
-    for seg in segments:
+    for seg, following in pairwise(segments):
         if seg.offset >= fallback:
             break
         head = _header_slot(data, seg.offset)
         if head is None or _slot(index, head[3]) != head[:5]:
+            return seg.offset
+        following_head = _header_slot(data, following.offset)
+        if lost is not None and (following_head is None or following_head[3] > lost):
             return seg.offset
     return fallback
 
