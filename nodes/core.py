@@ -1,0 +1,704 @@
+"""The DLedger consensus core: election, push replication, client requests, as one sans-IO state machine.
+
+No sockets, threads, clocks or sleeps: a driver (the asyncio server, the simulator) feeds
+it inputs and carries out its outputs.
+
+Inputs (each takes the driver's current time in ms, `now`, from one monotonic clock):
+`tick(now)` at least every few ms (10 ms is plenty), `receive(sender, message, now)` for
+each peer message, `client_append / client_read / client_transfer` for clients, and
+`store_progress(now)` after the store flushed more of the log.
+
+The core reads and writes its `LogStore` itself (leader appends, follower appends and
+truncations, the commit index). It never flushes: flushing is the driver's job.
+
+Outputs accumulate until the driver calls `ready()`, which returns them as a `Ready` and
+starts a new batch. The driver MUST, in this order:
+
+1. make `ready.persist` (term, vote) durable (fsync) if it is not None;
+2. then send `ready.messages` (in order, to each `(peer, message)`);
+3. deliver `ready.completions` to clients, log `ready.role_changes` and `ready.commit_index`.
+
+Flushing: with `flush="sync"` an entry counts toward the leader's own match index, and
+a follower acknowledges it, only once `store.flushed_index` covers it; the driver flushes
+when `store.flushed_index < store.end_index` (group commit: after any batch of inputs)
+and then calls `store_progress(now)`. With `flush="async"` (DLedger's) the core counts
+and acknowledges entries as soon as they are written, so a power loss can lose entries
+the cluster considered committed.
+
+A new core starts as CANDIDATE with the persisted term and vote; the store is its log.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from nodes.election import ParseResult, Role, VoteRound, VoterView, judge_heartbeat, judge_vote
+from nodes.logstore import MAGIC_NOOP, DiskFullError, Entry, LogStore
+from nodes.messages import (
+    AppendResponse,
+    ClientResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    MetadataResponse,
+    PeerMessage,
+    PushRequest,
+    PushResponse,
+    PushType,
+    ReadMode,
+    ReadResponse,
+    ResponseCode,
+    TransferRequest,
+    TransferResponse,
+    VoteRequest,
+    VoteResponse,
+    VoteResult,
+)
+from nodes.reads import Confirmations, PendingRead, read_range
+from nodes.replication import Dispatcher, handle_push, quorum_index
+from nodes.timing import Timing
+from nodes.transfer import LeaderTransfer, TakeLeadership, refusal
+
+FLUSH_POLICIES = ("sync", "async")
+
+
+@dataclass(frozen=True, slots=True)
+class CoreConfig:
+    """How a core behaves beyond its timing.
+
+    `lease_guard` (our addition, off by default as in DLedger): followers that heard from
+    a live leader within `timing.leader_lost_ms` refuse higher-term candidates (except a
+    transferee), which is what makes `lease` reads safe; without it lease reads answer
+    UNSUPPORTED. `preferred_leader`: a leader hands over to this peer when it is caught up.
+    """
+
+    timing: Timing = field(default_factory=Timing)
+    flush: str = "sync"
+    lease_guard: bool = False
+    preferred_leader: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.flush not in FLUSH_POLICIES:
+            raise ValueError(f"unknown flush policy {self.flush!r}: use one of {', '.join(FLUSH_POLICIES)}")
+
+
+@dataclass(frozen=True, slots=True)
+class RoleChange:
+    """One line of events.jsonl: the node took `role` in `term`, knowing `leader`."""
+
+    term: int
+    role: Role
+    leader: str | None
+
+
+@dataclass(slots=True)
+class Ready:
+    """One batch of outputs; see the module docstring for the order a driver must keep."""
+
+    persist: tuple[int, str | None] | None = None
+    messages: list[tuple[str, PeerMessage]] = field(default_factory=list)
+    completions: list[tuple[int, ClientResponse]] = field(default_factory=list)
+    role_changes: list[RoleChange] = field(default_factory=list)
+    commit_index: int | None = None
+
+
+@dataclass(slots=True)
+class _PendingAppend:
+    last: int
+    request_id: int
+    first: int
+    deadline: float
+
+
+class Core:
+    """One DLedger member's consensus state machine."""
+
+    def __init__(self, node_id: str, peers: Sequence[str], store: LogStore, term: int = 0,
+                 vote: str | None = None, config: CoreConfig | None = None,
+                 rng: random.Random | None = None, now: float = 0.0) -> None:
+        if node_id not in peers:
+            raise ValueError(f"node id {node_id!r} is not among the peers {list(peers)}")
+        if len(set(peers)) != len(peers):
+            raise ValueError(f"peers {list(peers)} contain duplicates")
+        self.node_id = node_id
+        self.peers = list(peers)
+        self.members = frozenset(peers)
+        self.others = [p for p in peers if p != node_id]
+        self.quorum = len(peers) // 2 + 1
+        self.store = store
+        self.config = config or CoreConfig()
+        self.timing = self.config.timing
+        self._sync = self.config.flush == "sync"
+        self._rng = rng or random.Random()
+        self._now = now
+        self._out = Ready()
+        self._seq = 0
+        self.term = term
+        self.vote_for = vote
+        self.role = Role.CANDIDATE
+        self.leader: str | None = None
+        self.commit_index = min(store.committed_index, store.end_index)
+        # candidate
+        self._known_max_term = term
+        self._increase_term_now = False
+        self._last_parse = ParseResult.WAIT_TO_REVOTE
+        self._next_vote_at = now
+        self._round: VoteRound | None = None
+        self._taking: TakeLeadership | None = None
+        # follower
+        self._last_leader_contact = now
+        self._guard_until = now + self.timing.leader_lost_ms  # a restarted node cannot know the lease
+        self._follower_timeout = self._draw_follower_timeout()
+        self._leader_match = -1
+        self._deferred_acks: list[tuple[int, str, PushResponse]] = []
+        # leader
+        self._dispatchers: dict[str, Dispatcher] = {}
+        self._confirm = Confirmations(self.others, self.quorum, now)
+        self._next_heartbeat_at = now
+        self._term_start = -1
+        self._pending: deque[_PendingAppend] = deque()
+        self._reads: list[PendingRead] = []
+        self._transfer: LeaderTransfer | None = None
+        self._next_preferred_check = now
+        self._emit_role()
+
+    # ---- driver API ------------------------------------------------------------------
+
+    def ready(self) -> Ready:
+        """The outputs accumulated since the last call (see the module docstring).
+
+        Reads waiting for a leadership check share one heartbeat round, sent here.
+        """
+        if self._reads and self.role is Role.LEADER and self._reads[-1].need_seq > self._confirm.last_seq:
+            self._send_heartbeats(self._now)
+        out, self._out = self._out, Ready()
+        return out
+
+    def tick(self, now: float) -> None:
+        """Time passed: run the timers of the current role."""
+        self._now = now
+        if self._taking is not None and now >= self._taking.deadline:
+            self._taking = None
+        if self._transfer is not None and now >= self._transfer.deadline:
+            self._finish_transfer(ResponseCode.TIMEOUT)
+        if self.role is Role.LEADER:
+            self._leader_tick(now)
+        elif self.role is Role.FOLLOWER:
+            if now - self._last_leader_contact > self._follower_timeout:
+                self._become_candidate(self.term)
+                self._candidate_tick(now)
+        else:
+            self._candidate_tick(now)
+
+    def receive(self, sender: str, message: PeerMessage, now: float) -> None:
+        """A peer message arrived from `sender`."""
+        self._now = now
+        if sender not in self.members or sender == self.node_id:
+            return
+        handler = self._handlers[type(message)]
+        handler(self, sender, message)
+
+    def store_progress(self, now: float) -> None:
+        """The store flushed more (`store.flushed_index` moved): release what waited for it."""
+        self._now = now
+        if self._deferred_acks:
+            durable = self._durable_index()
+            waiting = []
+            for need, peer, resp in self._deferred_acks:
+                if need <= durable:
+                    self._send(peer, resp)
+                else:
+                    waiting.append((need, peer, resp))
+            self._deferred_acks = waiting
+        self._record_commit()
+        if self.role is Role.LEADER:
+            self._advance_commit()
+
+    def client_append(self, request_id: int, bodies: Sequence[bytes], now: float) -> None:
+        """Append `bodies` as consecutive entries; completes once committed (or refused)."""
+        self._now = now
+        code = self._append_refusal(len(bodies))
+        if code is not None:
+            self._complete(request_id, AppendResponse(code, self.term, -1, -1, self.leader))
+            return
+        first = self.store.end_index + 1
+        try:
+            for body in bodies:
+                self.store.append_leader(self.term, body)
+        except DiskFullError:
+            self._complete(request_id, AppendResponse(ResponseCode.DISK_FULL, self.term, -1, -1, self.leader))
+            if self.store.end_index < first:
+                return
+        last = self.store.end_index
+        self._pending.append(_PendingAppend(last, request_id, first, now + self.timing.append_timeout_ms))
+        self._replicate()
+
+    def client_read(self, request_id: int, first: int, last: int, mode: ReadMode, now: float) -> None:
+        """Read entries `first..last` under `mode`; completes now or after a leadership check."""
+        self._now = now
+        if mode is ReadMode.FOLLOWER:
+            self._complete_read(request_id, first, last)
+            return
+        if self.role is not Role.LEADER:
+            self._reply_read(request_id, ResponseCode.NOT_LEADER)
+            return
+        if mode is ReadMode.COMMITTED:
+            self._complete_read(request_id, first, last)
+            return
+        if mode is ReadMode.UNSAFE:
+            entries = read_range(self.store, first, last, self.store.end_index)
+            self._reply_read(request_id, ResponseCode.SUCCESS, entries)
+            return
+        if mode is ReadMode.LEASE:
+            if not self.config.lease_guard:
+                self._reply_read(request_id, ResponseCode.UNSUPPORTED)
+                return
+            if self._lease_valid() and self._term_committed():
+                self._complete_read(request_id, first, last)
+                return
+        self._reads.append(PendingRead(request_id, first, last, self._confirm.last_seq + 1,
+                                       now + self.timing.read_timeout_ms))
+
+    def client_transfer(self, request_id: int, transferee: str, now: float) -> None:
+        """Hand leadership to `transferee` (DLedger's LEADERSHIP_TRANSFER)."""
+        self._now = now
+        if self.role is not Role.LEADER:
+            self._complete(request_id, TransferResponse(ResponseCode.NOT_LEADER, self.term, self.leader))
+            return
+        disp = self._dispatchers.get(transferee)
+        code = refusal(transferee, self.node_id, self.members, self._transfer is not None,
+                       self.store.end_index, disp.match_index if disp else -1, self.timing.transfer_max_lag)
+        if code is not None:
+            self._complete(request_id, TransferResponse(code, self.term, self.leader))
+            return
+        self._start_transfer(transferee, request_id)
+
+    def metadata(self) -> MetadataResponse:
+        """DLedger's METADATA: the members and the leader this node knows."""
+        return MetadataResponse(list(self.peers), self.leader, self.term, self.role.value)
+
+    @property
+    def transferring(self) -> bool:
+        return self._transfer is not None
+
+    # ---- output helpers --------------------------------------------------------------
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _send(self, peer: str, message: PeerMessage) -> None:
+        self._out.messages.append((peer, message))
+
+    def _complete(self, request_id: int, response: ClientResponse) -> None:
+        self._out.completions.append((request_id, response))
+
+    def _persist(self) -> None:
+        self._out.persist = (self.term, self.vote_for)
+
+    def _emit_role(self) -> None:
+        self._out.role_changes.append(RoleChange(self.term, self.role, self.leader))
+
+    def _durable_index(self) -> int:
+        end = self.store.end_index
+        return min(self.store.flushed_index, end) if self._sync else end
+
+    def _draw_follower_timeout(self) -> float:
+        return self.timing.leader_lost_ms + self._rng.random() * self.timing.follower_jitter_ms
+
+    def _set_commit(self, index: int) -> None:
+        if index > self.commit_index:
+            self.commit_index = index
+            self._out.commit_index = index
+            self._record_commit()
+
+    def _record_commit(self) -> None:
+        """Tell the store the commit index, never past what is durable (a power loss could
+        otherwise bring back an older entry under a committed index)."""
+        self.store.set_committed(min(self.commit_index, self._durable_index()))
+
+    # ---- role changes ----------------------------------------------------------------
+
+    def _become_candidate(self, term: int) -> None:
+        """DLedger's changeRoleToCandidate: remember `term` as the highest known; no term change yet."""
+        if term < self.term:
+            return
+        self._known_max_term = max(self._known_max_term, term)
+        was = self.role
+        if was is Role.LEADER:
+            self._leave_leadership()
+        if was is not Role.CANDIDATE or self.leader is not None:
+            self.role, self.leader = Role.CANDIDATE, None
+            self._drop_follower_state()
+            self._emit_role()
+
+    def _become_follower(self, leader: str) -> None:
+        """Follow `leader` in the current term (DLedger's changeRoleToFollower)."""
+        if self.role is Role.LEADER:
+            self._leave_leadership()
+        self.role, self.leader = Role.FOLLOWER, leader
+        self._round = None
+        self._last_parse = ParseResult.WAIT_TO_REVOTE
+        self._drop_follower_state()
+        self._last_leader_contact = self._now
+        self._follower_timeout = self._draw_follower_timeout()
+        if self._taking is not None and self.term >= self._taking.term:
+            self._taking = None
+        self._emit_role()
+        if self._transfer is not None and leader == self._transfer.transferee:
+            self._finish_transfer(ResponseCode.SUCCESS)
+
+    def _become_leader(self) -> None:
+        now = self._now
+        self.role, self.leader = Role.LEADER, self.node_id
+        self._round = None
+        self._taking = None
+        self._emit_role()
+        end = self.store.end_index
+        self._dispatchers = {p: Dispatcher(p, end, now) for p in self.others}
+        self._confirm = Confirmations(self.others, self.quorum, now)
+        self._term_start = self.store.append_leader(self.term, b"", MAGIC_NOOP).index
+        self._send_heartbeats(now)
+        self._replicate()
+
+    def _leave_leadership(self) -> None:
+        for p in self._pending:
+            self._complete(p.request_id, AppendResponse(ResponseCode.TERM_CHANGED, self.term, p.first, p.last,
+                                                        None))
+        self._pending.clear()
+        for r in self._reads:
+            self._reply_read(r.request_id, ResponseCode.NOT_LEADER)
+        self._reads.clear()
+        self._dispatchers = {}
+
+    def _drop_follower_state(self) -> None:
+        self._leader_match = -1
+        self._deferred_acks.clear()
+
+    def _set_term(self, term: int) -> None:
+        if term != self.term:
+            self.term, self.vote_for = term, None
+            self._persist()
+
+    # ---- election --------------------------------------------------------------------
+
+    def _voter_view(self) -> VoterView:
+        guard = self.config.lease_guard and (
+            self._lease_valid() if self.role is Role.LEADER else self._now < self._guard_until)
+        return VoterView(self.node_id, self.members, self.term, self.vote_for, self.leader,
+                         self.store.end_index, self.store.end_term, self._taking is not None, guard)
+
+    def _vote_interval(self) -> float:
+        t = self.timing
+        if self._taking is not None:
+            lo, hi = t.take_leadership_min_vote_ms, t.take_leadership_max_vote_ms
+        else:
+            lo, hi = t.min_vote_interval_ms, t.max_vote_interval_ms
+        return self._now + lo + self._rng.random() * (hi - lo)
+
+    def _candidate_tick(self, now: float) -> None:
+        rnd = self._round
+        if rnd is not None:
+            if now >= rnd.deadline:
+                self._finish_round(rnd)
+            return
+        if now < self._next_vote_at and not self._increase_term_now:
+            return
+        if self._last_parse is ParseResult.WAIT_TO_VOTE_NEXT or self._increase_term_now:
+            self._set_term(max(self._known_max_term, self.term + 1))  # DLedger's nextTerm
+            self._last_parse = ParseResult.WAIT_TO_REVOTE
+            if self._increase_term_now:  # adopt the higher term, then wait before campaigning
+                self._increase_term_now = False
+                self._next_vote_at = self._vote_interval()
+                return
+        req = VoteRequest(self.term, self.node_id, self.store.end_index, self.store.end_term,
+                          self._next_seq(), self._taking is not None)
+        rnd = self._round = VoteRound(self.term, req.seq, now + self.timing.vote_wait_ms, len(self.peers))
+        result = judge_vote(req, self._voter_view(), self_vote=True)
+        if result is VoteResult.ACCEPT and self.vote_for != self.node_id:
+            self.vote_for = self.node_id
+            self._persist()
+        rnd.count(result, self.term)
+        for peer in self.others:
+            self._send(peer, req)
+        if rnd.decided(self.quorum):
+            self._finish_round(rnd)
+
+    def _finish_round(self, rnd: VoteRound) -> None:
+        self._round = None
+        if self.role is not Role.CANDIDATE or rnd.term != self.term:
+            return
+        result, rule = rnd.parse(self.quorum)
+        self._last_parse = result
+        t = self.timing
+        if rule == 1:
+            self._next_vote_at = self._vote_interval()
+            self._become_candidate(rnd.known_max_term)
+        elif rule == 2:
+            self._next_vote_at = self._vote_interval() + t.leader_lost_ms
+        elif rule == 3:
+            self._next_vote_at = self._vote_interval()
+        elif rule == 4:
+            self._next_vote_at = self._vote_interval() + t.max_vote_interval_ms
+        elif result is ParseResult.PASSED:
+            self._become_leader()
+        elif result is ParseResult.REVOTE_IMMEDIATELY:
+            self._next_vote_at = self._now
+        else:
+            self._next_vote_at = self._vote_interval()
+
+    def _on_vote_request(self, sender: str, req: VoteRequest) -> None:
+        result = judge_vote(req, self._voter_view())
+        if result is VoteResult.REJECT_TERM_NOT_READY:
+            self._become_candidate(req.term)
+            self._increase_term_now = True
+        elif result is VoteResult.ACCEPT and self.vote_for != req.candidate:
+            self.vote_for = req.candidate
+            self._persist()
+        term = self.term
+        if result is VoteResult.REJECT_TERM_SMALL_THAN_LEDGER:
+            term = max(term, self.store.end_term)
+        self._send(sender, VoteResponse(term, result, req.seq))
+
+    def _on_vote_response(self, sender: str, resp: VoteResponse) -> None:
+        rnd = self._round
+        if rnd is None or resp.seq != rnd.seq or self.role is not Role.CANDIDATE:
+            return
+        rnd.count(resp.result, resp.term)
+        if rnd.decided(self.quorum):
+            self._finish_round(rnd)
+
+    # ---- heartbeats ------------------------------------------------------------------
+
+    def _send_heartbeats(self, now: float) -> None:
+        seq = self._next_seq()
+        self._confirm.start(seq, now)
+        self._next_heartbeat_at = now + self.timing.heartbeat_ms
+        msg = HeartbeatRequest(self.term, self.node_id, seq)
+        for peer in self.others:
+            self._send(peer, msg)
+        self._serve_reads()
+
+    def _on_heartbeat(self, sender: str, req: HeartbeatRequest) -> None:
+        code = judge_heartbeat(req.term, req.leader, self.node_id, self.members, self.term, self.leader)
+        if code is ResponseCode.SUCCESS:
+            if self.leader is None:
+                self._become_follower(req.leader)
+            self._last_leader_contact = self._now
+            self._guard_until = self._now + self.timing.leader_lost_ms
+        elif code is ResponseCode.TERM_NOT_READY:
+            self._become_candidate(req.term)
+            self._increase_term_now = True
+        self._send(sender, HeartbeatResponse(self.term, code, req.seq))
+
+    def _on_heartbeat_response(self, sender: str, resp: HeartbeatResponse) -> None:
+        if resp.term > self.term:
+            self._step_down(resp.term)
+            return
+        if self.role is not Role.LEADER or resp.term != self.term:
+            return
+        conf = self._confirm
+        if conf.answer(sender, resp.seq, resp.code):
+            self._serve_reads()
+        if resp.seq == conf.last_seq and conf.round_complete and conf.success < self.quorum:
+            if conf.success + conf.not_ready >= self.quorum:
+                self._next_heartbeat_at = self._now
+            elif conf.inconsistent:
+                self._become_candidate(self.term)
+
+    def _step_down(self, term: int) -> None:
+        """A reply showed a higher term: stop leading or campaigning, adopt it next round."""
+        self._become_candidate(term)
+        self._increase_term_now = True
+
+    def _leader_tick(self, now: float) -> None:
+        if now - self._confirm.confirmed_at > self.timing.leader_lost_ms:
+            self._become_candidate(self.term)  # lost quorum contact
+            return
+        if now >= self._next_heartbeat_at:
+            self._send_heartbeats(now)
+        self._expire_clients(now)
+        if self.config.preferred_leader is not None and now >= self._next_preferred_check:
+            self._next_preferred_check = now + self.timing.preferred_check_ms
+            self._check_preferred(now)
+        self._replicate()
+
+    # ---- replication -----------------------------------------------------------------
+
+    def _replicate(self) -> None:
+        """Leader: let every dispatcher send what it can, then notify a caught-up transferee."""
+        now, store, term, commit, t = self._now, self.store, self.term, self.commit_index, self.timing
+        for disp in self._dispatchers.values():
+            disp.pump(now, store, term, self.node_id, commit, t, self._next_seq, self._send)
+        self._advance_commit()
+        tr = self._transfer
+        if tr is not None and not tr.notified and self.role is Role.LEADER:
+            disp = self._dispatchers.get(tr.transferee)
+            if disp is not None and disp.match_index >= self.store.end_index:
+                tr.notified = True
+                self._send(tr.transferee, TransferRequest(self.term, self.node_id, self._next_seq()))
+
+    def _advance_commit(self) -> None:
+        if self.role is not Role.LEADER:
+            return
+        matches = [self._durable_index()]
+        matches.extend(d.match_index for d in self._dispatchers.values())
+        index = quorum_index(matches, self.quorum)
+        if index <= self.commit_index or self.store.term_at(index) != self.term:
+            return  # only entries of the current term commit by counting (Raft's Figure 8)
+        self._set_commit(index)
+        pending = self._pending
+        while pending and pending[0].last <= index:
+            p = pending.popleft()
+            self._complete(p.request_id, AppendResponse(ResponseCode.SUCCESS, self.term, p.first, p.last,
+                                                        self.node_id))
+        self._serve_reads()
+
+    def _on_push(self, sender: str, req: PushRequest) -> None:
+        if req.term < self.term:
+            code = ResponseCode.EXPIRED_TERM
+        elif req.term > self.term:
+            code = ResponseCode.INCONSISTENT_TERM
+        elif req.leader != self.leader or self.role is not Role.FOLLOWER:
+            code = ResponseCode.INCONSISTENT_LEADER
+        else:
+            code = None
+        if code is not None:
+            self._send(sender, PushResponse(self.term, code, req.seq, req.type, -1, self.store.end_index, -1))
+            return
+        self._last_leader_contact = self._now
+        if req.type is PushType.COMMIT:
+            self._follower_commit(req.commit_index)
+            self._send(sender, PushResponse(self.term, ResponseCode.SUCCESS, req.seq, req.type, -1,
+                                            self.store.end_index, -1))
+            return
+        end_before = self.store.end_index
+        out = handle_push(self.store, req, self.commit_index)
+        if out.code is not ResponseCode.SUCCESS:
+            self._send(sender, PushResponse(self.term, out.code, req.seq, req.type, -1, self.store.end_index,
+                                            out.hint_index))
+            return
+        if self.store.end_index < end_before or req.type is PushType.TRUNCATE:
+            self._leader_match = min(self._leader_match, out.match_index)
+            self._deferred_acks = [a for a in self._deferred_acks if a[0] <= out.match_index]
+        self._leader_match = max(self._leader_match, out.match_index)
+        self._follower_commit(req.commit_index)
+        resp = PushResponse(self.term, ResponseCode.SUCCESS, req.seq, req.type, out.match_index,
+                            self.store.end_index, -1)
+        if out.match_index <= self._durable_index():
+            self._send(sender, resp)
+        else:
+            self._deferred_acks.append((out.match_index, sender, resp))
+
+    def _follower_commit(self, leader_commit: int) -> None:
+        self._set_commit(min(leader_commit, self._leader_match))
+
+    def _on_push_response(self, sender: str, resp: PushResponse) -> None:
+        if resp.term > self.term:
+            self._step_down(resp.term)
+            return
+        if self.role is not Role.LEADER or resp.term != self.term:
+            return
+        disp = self._dispatchers.get(sender)
+        if disp is None:
+            return
+        disp.on_response(resp, self._now, self.store, self.timing)
+        self._replicate()
+
+    # ---- clients ---------------------------------------------------------------------
+
+    def _append_refusal(self, count: int) -> ResponseCode | None:
+        if self.role is not Role.LEADER:
+            return ResponseCode.NOT_LEADER
+        if self._transfer is not None:
+            return ResponseCode.LEADER_TRANSFERRING
+        if count < 1:
+            return ResponseCode.UNEXPECTED_ARGUMENT
+        if self.store.end_index - self.commit_index + count > self.timing.max_pending_appends:
+            return ResponseCode.LEADER_PENDING_FULL
+        return None
+
+    def _expire_clients(self, now: float) -> None:
+        pending = self._pending
+        while pending and pending[0].deadline <= now:
+            p = pending.popleft()
+            self._complete(p.request_id, AppendResponse(ResponseCode.WAIT_QUORUM_ACK_TIMEOUT, self.term,
+                                                        p.first, p.last, self.node_id))
+        if self._reads:
+            waiting = []
+            for r in self._reads:
+                if r.deadline <= now:
+                    self._reply_read(r.request_id, ResponseCode.TIMEOUT)
+                else:
+                    waiting.append(r)
+            self._reads = waiting
+
+    def _term_committed(self) -> bool:
+        return self.commit_index >= self._term_start
+
+    def _lease_valid(self) -> bool:
+        t = self.timing
+        return self._now < self._confirm.confirmed_at + t.leader_lost_ms * (1.0 - t.lease_drift_ratio) \
+            and self._transfer is None
+
+    def _serve_reads(self) -> None:
+        if not self._reads or not self._term_committed():
+            return
+        confirmed = self._confirm.confirmed_seq
+        waiting = []
+        for r in self._reads:
+            if r.need_seq <= confirmed:
+                self._complete_read(r.request_id, r.first, r.last)
+            else:
+                waiting.append(r)
+        self._reads = waiting
+
+    def _complete_read(self, request_id: int, first: int, last: int) -> None:
+        entries = read_range(self.store, first, last, self.commit_index)
+        self._reply_read(request_id, ResponseCode.SUCCESS, entries)
+
+    def _reply_read(self, request_id: int, code: ResponseCode, entries: list[Entry] | None = None) -> None:
+        self._complete(request_id, ReadResponse(code, entries or [], self.commit_index, self.leader))
+
+    # ---- leadership transfer ---------------------------------------------------------
+
+    def _start_transfer(self, transferee: str, request_id: int | None) -> None:
+        self._transfer = LeaderTransfer(transferee, request_id, self.term,
+                                        self._now + self.timing.transfer_timeout_ms)
+        self._replicate()
+
+    def _finish_transfer(self, code: ResponseCode) -> None:
+        tr = self._transfer
+        self._transfer = None
+        if tr is not None and tr.request_id is not None:
+            self._complete(tr.request_id, TransferResponse(code, self.term, self.leader))
+
+    def _on_transfer(self, sender: str, req: TransferRequest) -> None:
+        if req.term != self.term or req.leader != self.leader or self.role is not Role.FOLLOWER:
+            return
+        self._taking = TakeLeadership(self.term + 1, self._now + self.timing.transfer_timeout_ms)
+        self._become_candidate(self.term + 1)
+        self._increase_term_now = True
+        self._candidate_tick(self._now)
+
+    def _check_preferred(self, now: float) -> None:
+        preferred = self.config.preferred_leader
+        disp = self._dispatchers.get(preferred or "")
+        if (disp is None or self._transfer is not None
+                or now - disp.last_ack_at > self.timing.leader_lost_ms
+                or self.store.end_index - disp.match_index > self.timing.transfer_max_lag):
+            return
+        self._start_transfer(disp.peer, None)
+
+    _handlers: ClassVar[dict[type, Callable[[Core, str, Any], None]]] = {
+        VoteRequest: _on_vote_request,
+        VoteResponse: _on_vote_response,
+        HeartbeatRequest: _on_heartbeat,
+        HeartbeatResponse: _on_heartbeat_response,
+        PushRequest: _on_push,
+        PushResponse: _on_push_response,
+        TransferRequest: _on_transfer,
+    }

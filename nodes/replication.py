@@ -1,0 +1,227 @@
+"""Push replication: the leader's per-follower dispatcher and the follower's push handling.
+
+Leader side, one `Dispatcher` per follower, DLedger's states:
+COMPARE (find the last index where both logs agree, stepping back a whole conflicting
+term at a time on the follower's hint) -> TRUNCATE (cut the follower's log after it, when
+it is longer) -> APPEND (stream batches, at most `max_inflight_pushes` unacknowledged,
+resent from the match index when the oldest is not acknowledged in time), with COMMIT
+pushes when idle. Any error or unexpected answer sends it back to COMPARE.
+
+Follower side, `handle_push`: applies a push from its current leader and term, appending
+only entries that continue its log, and says how far its log now matches the leader's.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from nodes.logstore import Entry, LogStore
+from nodes.messages import PushRequest, PushResponse, PushType, ResponseCode
+from nodes.timing import Timing
+
+
+class SafetyError(AssertionError):
+    """The core was asked to do something that would break a Raft safety property."""
+
+
+def quorum_index(indexes: list[int], quorum: int) -> int:
+    """The highest index held by at least `quorum` members (the median for odd clusters)."""
+    return sorted(indexes, reverse=True)[quorum - 1]
+
+
+@dataclass(slots=True)
+class _Inflight:
+    seq: int
+    last: int
+    sent_at: float
+
+
+class Dispatcher:
+    """The leader's replication state machine for one follower."""
+
+    __slots__ = (
+        "_epoch",
+        "_inflight",
+        "_retry_at",
+        "_sent_commit",
+        "_sent_commit_at",
+        "_wait_sent_at",
+        "_wait_seq",
+        "compare_index",
+        "last_ack_at",
+        "match_index",
+        "next_index",
+        "peer",
+        "state",
+    )
+
+    def __init__(self, peer: str, end_index: int, now: float) -> None:
+        self.peer = peer
+        self.state = PushType.COMPARE
+        self.match_index = -1
+        self.compare_index = end_index
+        self.next_index = end_index + 1
+        self.last_ack_at = now
+        self._inflight: deque[_Inflight] = deque()
+        self._wait_seq = -1
+        self._wait_sent_at = 0.0
+        self._retry_at = now
+        self._epoch = 0
+        self._sent_commit = -1
+        self._sent_commit_at = now
+
+    def _reset(self, now: float, compare_index: int, retry_ms: float) -> None:
+        """Back to COMPARE at `compare_index`, sending no sooner than `retry_ms` from now."""
+        self.state = PushType.COMPARE
+        self.compare_index = compare_index
+        self._inflight.clear()
+        self._wait_seq = -1
+        self._retry_at = now + retry_ms
+
+    def pump(self, now: float, store: LogStore, term: int, leader: str, commit: int, timing: Timing,
+             next_seq: Callable[[], int], send: Callable[[str, PushRequest], None]) -> None:
+        """Send whatever this state allows now (and resend what timed out)."""
+        if now < self._retry_at:
+            return
+        if self.state is not PushType.APPEND:
+            if self._wait_seq >= 0 and now - self._wait_sent_at < timing.push_timeout_ms:
+                return
+            index = min(self.compare_index, store.end_index)
+            self.compare_index = index
+            seq = next_seq()
+            self._wait_seq, self._wait_sent_at = seq, now
+            send(self.peer, PushRequest(term, leader, seq, self.state, index, store.term_at(index),
+                                        commit, []))
+            return
+        inflight = self._inflight
+        if inflight and now - inflight[0].sent_at >= timing.push_timeout_ms:
+            inflight.clear()  # resend everything not acknowledged, from the match index
+            self.next_index = self.match_index + 1
+            self._epoch = next_seq()
+        end = store.end_index
+        while len(inflight) < timing.max_inflight_pushes and self.next_index <= end:
+            first = self.next_index
+            entries = store.get_range(first, min(end, first + timing.max_batch_entries - 1))
+            size, cut = 0, len(entries)
+            for i, entry in enumerate(entries):
+                size += len(entry.body)
+                if size > timing.max_batch_bytes and i > 0:
+                    cut = i
+                    break
+            entries = entries[:cut] if cut < len(entries) else entries
+            seq = next_seq()
+            last = entries[-1].index
+            send(self.peer, PushRequest(term, leader, seq, PushType.APPEND, first - 1,
+                                        store.term_at(first - 1), commit, entries))
+            inflight.append(_Inflight(seq, last, now))
+            self.next_index = last + 1
+            self._sent_commit, self._sent_commit_at = commit, now
+        if not inflight and (commit > self._sent_commit or now - self._sent_commit_at >= timing.heartbeat_ms):
+            send(self.peer, PushRequest(term, leader, next_seq(), PushType.COMMIT, -1, -1, commit, []))
+            self._sent_commit, self._sent_commit_at = commit, now
+
+    def on_response(self, resp: PushResponse, now: float, store: LogStore, timing: Timing) -> bool:
+        """Take one answer of this term; True when the match index advanced."""
+        self.last_ack_at = now
+        advanced = False
+        if resp.code is ResponseCode.SUCCESS and resp.match_index > self.match_index:
+            self.match_index = resp.match_index
+            advanced = True
+        if resp.type is PushType.COMMIT:
+            return advanced
+        if self.state is not PushType.APPEND:
+            if resp.seq != self._wait_seq or resp.type is not self.state:
+                return advanced
+            self._wait_seq = -1
+            if resp.code is ResponseCode.INCONSISTENT_STATE:
+                # never below the match index: what the follower acknowledged stays
+                self.compare_index = max(min(resp.hint_index, self.compare_index - 1), self.match_index)
+            elif resp.code is not ResponseCode.SUCCESS:
+                self._reset(now, store.end_index, timing.push_retry_ms)
+            elif self.state is PushType.COMPARE and resp.end_index > resp.match_index:
+                self.state = PushType.TRUNCATE
+            else:
+                self.state = PushType.APPEND
+                self.next_index = resp.match_index + 1
+                self._epoch = resp.seq
+            return advanced
+        inflight = self._inflight
+        while inflight and inflight[0].last <= self.match_index:
+            inflight.popleft()
+        if resp.code is ResponseCode.SUCCESS or resp.seq < self._epoch:
+            return advanced
+        if resp.code is ResponseCode.INCONSISTENT_INDEX:  # a gap (reordered pushes): resend from match
+            inflight.clear()
+            self.next_index = self.match_index + 1
+            self._epoch = resp.seq + 1
+        elif resp.code is ResponseCode.INCONSISTENT_STATE:  # the follower lost entries: find where
+            self._reset(now, max(min(resp.hint_index, store.end_index), self.match_index), 0.0)
+        else:
+            self._reset(now, store.end_index, timing.push_retry_ms)
+        return advanced
+
+
+def conflict_hint(store: LogStore, index: int, commit: int) -> int:
+    """Where the leader should compare next after a mismatch at `index` (below its whole term)."""
+    end = store.end_index
+    if index > end:
+        return end
+    term = store.term_at(index)
+    i = index - 1
+    while i > commit and store.term_at(i) == term:
+        i -= 1
+    return i
+
+
+@dataclass(frozen=True, slots=True)
+class PushOutcome:
+    """What a follower made of a push: its answer code, how far it matches, and a hint."""
+
+    code: ResponseCode
+    match_index: int
+    hint_index: int
+
+
+def _holds(store: LogStore, index: int, term: int) -> bool:
+    return index == -1 or (store.begin_index <= index <= store.end_index and store.term_at(index) == term)
+
+
+def handle_push(store: LogStore, req: PushRequest, commit: int) -> PushOutcome:
+    """Apply a COMPARE, TRUNCATE or APPEND push of the current leader to the follower's store.
+
+    The caller checked term and leader. Never truncates at or below `commit` (that would
+    lose a committed entry): SafetyError instead.
+    """
+    if req.type is PushType.APPEND and req.index > store.end_index:
+        return PushOutcome(ResponseCode.INCONSISTENT_INDEX, -1, store.end_index)
+    if not _holds(store, req.index, req.index_term):
+        return PushOutcome(ResponseCode.INCONSISTENT_STATE, -1, conflict_hint(store, req.index, commit))
+    if req.type is PushType.COMPARE:
+        return PushOutcome(ResponseCode.SUCCESS, req.index, -1)
+    if req.type is PushType.TRUNCATE:
+        if store.end_index > req.index:
+            _truncate(store, req.index, commit)
+        return PushOutcome(ResponseCode.SUCCESS, req.index, -1)
+    entries: list[Entry] = req.entries
+    if not entries:
+        return PushOutcome(ResponseCode.SUCCESS, req.index, -1)
+    end = store.end_index
+    if entries[0].index <= end:
+        k = 0
+        while k < len(entries) and entries[k].index <= end \
+                and store.term_at(entries[k].index) == entries[k].term:
+            k += 1
+        if k < len(entries) and entries[k].index <= end:
+            _truncate(store, entries[k].index - 1, commit)
+        entries = entries[k:]
+    if entries:
+        store.append(entries)
+    return PushOutcome(ResponseCode.SUCCESS, req.entries[-1].index, -1)
+
+
+def _truncate(store: LogStore, after: int, commit: int) -> None:
+    if after < commit:
+        raise SafetyError(f"asked to truncate after {after}, below the commit index {commit}")
+    store.truncate_after(after)
