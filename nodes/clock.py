@@ -2,8 +2,8 @@
 
 The offset, in milliseconds (an integer or decimal, may be negative), is read from
 `<data-dir>/clock-offset-ms`; a missing file means 0. Every timer of the node (election,
-heartbeat, lease, request timeouts) reads `now()`, so a bump moves them all at once, as a
-real clock step would move DLedger's `System.currentTimeMillis()` timers. `now()` never
+heartbeat, lease, request timeouts) reads `now_ms()`, so a bump moves them all at once, as a
+real clock step would move DLedger's `System.currentTimeMillis()` timers. `now_ms()` never
 goes backwards: a backward step freezes the clock until real time catches up, which is
 what "time elapsed since X" computations see on a real machine anyway.
 """
@@ -57,9 +57,9 @@ class NodeClock:
         self._offset_s = offset_ms / 1000.0
         log.info("clock offset now %.1f ms", offset_ms)
 
-    def now(self) -> float:
-        """Seconds on the node's (skewable, non-decreasing) monotonic clock."""
-        value = time.monotonic() + self._offset_s
+    def now_ms(self) -> float:
+        """Milliseconds on the node's (skewable, non-decreasing) monotonic clock."""
+        value = (time.monotonic() + self._offset_s) * 1000.0
         if value > self._last:
             self._last = value
         return self._last

@@ -14,15 +14,15 @@ def write_offset(path, text, stamp):
 
 def test_offset_moves_now_and_wall_and_never_goes_back(tmp_path):
     clock = NodeClock(tmp_path)
-    base = clock.now()
+    base = clock.now_ms()
     write_offset(tmp_path / OFFSET_FILE, "5000", 1)
     clock.refresh()
     assert clock.offset_ms == 5000
-    assert clock.now() >= base + 5.0
-    ahead = clock.now()
+    assert clock.now_ms() >= base + 5000.0
+    ahead = clock.now_ms()
     write_offset(tmp_path / OFFSET_FILE, "-5000", 2)
     clock.refresh()
-    assert clock.now() == ahead  # frozen, not backwards
+    assert clock.now_ms() == ahead  # frozen, not backwards
     (tmp_path / OFFSET_FILE).unlink()
     clock.refresh()
     assert clock.offset_ms == 0

@@ -1,0 +1,321 @@
+"""The asyncio node: one port for peers and clients, the core driven by real time, the store.
+
+Everything runs on one event loop thread except disk flushes (the store's own background
+flusher, and in `sync` mode group-commit flushes in an executor thread). Inputs (frames,
+ticks, finished flushes) go into the core; once per loop turn `_drive` takes the core's
+`Ready` and carries it out in the order the core requires: persist term and vote (fsync),
+then send peer messages, then answer clients and write events.
+
+A frame that cannot be parsed closes its connection; a frame that parses but does not
+decode, or has an unknown type, is answered with `ErrorResponse`. Either way the node logs
+it and goes on: nothing from the wire reaches the store except through the core.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from nodes import messages as m
+from nodes.clientapi import (
+    AppendRequest,
+    ErrorResponse,
+    GetRequest,
+    LeadershipTransferRequest,
+    MetadataRequest,
+)
+from nodes.clock import NodeClock
+from nodes.codec import CodecError
+from nodes.core import Core, CoreConfig, Ready
+from nodes.events import EventLog
+from nodes.mmapstore import DEFAULT_DATA_SEGMENT, DEFAULT_INDEX_SEGMENT, MmapStore
+from nodes.peers import Address, PeerLink
+from nodes.protocol import FIRST_PEER_TYPE, PeerHello, wire_codec
+from nodes.termfile import TermState, load_checkpoint, load_term, save_checkpoint, save_term
+from nodes.timing import Timing
+from nodes.wire import FrameError, FrameParser, encode_frame
+
+log = logging.getLogger(__name__)
+
+TICK_S = 0.005
+CHECKPOINT_EVERY_MS = 1000.0
+MAX_READ_ENTRIES = 10000
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    node: str
+    peers: dict[str, Address]
+    data_dir: Path
+    group: str = ""
+    flush: str = "async"
+    timing: Timing = field(default_factory=Timing)
+    read_mode: m.ReadMode = m.ReadMode.READ_INDEX
+    preferred_leader: str | None = None
+    listen_host: str = "0.0.0.0"
+    data_segment_size: int = DEFAULT_DATA_SEGMENT
+    index_segment_size: int = DEFAULT_INDEX_SEGMENT
+
+
+class _Connection(asyncio.Protocol):
+    """One accepted connection: a client's, or a peer's once it said hello."""
+
+    def __init__(self, server: NodeServer) -> None:
+        self._server = server
+        self._parser = FrameParser()
+        self._transport: asyncio.Transport | None = None
+        self._out: list[bytes] = []
+        self.peer: str | None = None
+        self.name = "?"
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        host_port = transport.get_extra_info("peername")
+        self.name = f"{host_port[0]}:{host_port[1]}" if host_port else "?"
+        self._server.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._transport = None
+        self._server.connections.discard(self)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            frames = self._parser.feed(data)
+        except FrameError as exc:
+            log.warning("closing connection from %s: %s", self.peer or self.name, exc)
+            self.close()
+            return
+        server = self._server
+        for frame in frames:
+            try:
+                server.on_frame(self, frame.msg_type, frame.request_id, frame.payload)
+            except CodecError as exc:
+                log.warning("bad frame (type %d) from %s: %s", frame.msg_type, self.peer or self.name, exc)
+                self.reply(frame.request_id, ErrorResponse(m.ResponseCode.UNEXPECTED_ARGUMENT,
+                                                           server.core.leader, str(exc)))
+        server.schedule_drive()
+
+    def reply(self, request_id: int, message: Any) -> None:
+        """Queue a reply; all replies of a loop turn go out in one write."""
+        if self._transport is None:
+            return
+        type_id, payload = self._server.codec.encode(message)
+        if not self._out:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._out.append(encode_frame(type_id, request_id, payload))
+
+    def _flush(self) -> None:
+        if self._transport is not None and self._out:
+            self._transport.write(b"".join(self._out))
+        self._out.clear()
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+
+class NodeServer:
+    """One DLedger node: listener, peer links, core, store, events."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.codec = wire_codec()
+        data_dir = config.data_dir
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.clock = NodeClock(data_dir)
+        self.events = EventLog(data_dir, config.node, self.clock)
+        # The store never waits for fsync inside an append: in sync mode the core acks only
+        # what `flushed_index` covers, and `_drive` runs group-commit flushes.
+        self.store = MmapStore(data_dir, data_segment_size=config.data_segment_size,
+                               index_segment_size=config.index_segment_size, flush="async")
+        log.info("store recovered: %s", self.store.recovery.summary())
+        committed = min(load_checkpoint(data_dir), self.store.end_index)
+        if committed > self.store.committed_index:
+            self.store.set_committed(committed)
+        state = load_term(data_dir)
+        self._persisted = state
+        core_config = CoreConfig(timing=config.timing, flush=config.flush,
+                                 lease_guard=config.read_mode is m.ReadMode.LEASE,
+                                 preferred_leader=config.preferred_leader)
+        self.core = Core(config.node, list(config.peers), self.store, state.term, state.vote_for,
+                         core_config, now=self.clock.now_ms())
+        self.links = {peer: PeerLink(config.node, config.group, peer, addr, self.codec)
+                      for peer, addr in config.peers.items() if peer != config.node}
+        self.connections: set[_Connection] = set()
+        self._pending: dict[int, tuple[_Connection, int]] = {}
+        self._next_request = 1
+        self._drive_scheduled = False
+        self._flushing = False
+        self._checkpointed = committed
+        self._next_checkpoint = 0.0
+        self._server: asyncio.Server | None = None
+
+    # ---- lifecycle ---------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Serve until `stop` is set, then close everything gracefully."""
+        loop = asyncio.get_running_loop()
+        me = self.config.peers[self.config.node]
+        self._server = await loop.create_server(lambda: _Connection(self), self.config.listen_host, me.port,
+                                                reuse_address=True)
+        peers = ", ".join(f"{p}={a}" for p, a in self.config.peers.items())
+        log.info("%s listening on %s:%d, peers %s, flush %s, read mode %s", self.config.node,
+                 self.config.listen_host, me.port, peers, self.config.flush, self.config.read_mode.label)
+        for link in self.links.values():
+            link.start()
+        ticker = loop.create_task(self._tick_loop(stop), name="tick")
+        self._drive()
+        await stop.wait()
+        ticker.cancel()
+        await asyncio.gather(ticker, return_exceptions=True)
+        await self.close()
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections):
+            conn.close()
+        for link in self.links.values():
+            await link.close()
+        self.store.close()
+        save_checkpoint(self.config.data_dir, self.store.committed_index)
+        self.events.close()
+        log.info("stopped at end index %d, committed %d", self.store.end_index, self.store.committed_index)
+
+    async def _tick_loop(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            self.clock.refresh()
+            now = self.clock.now_ms()
+            self.core.tick(now)
+            if self.config.flush == "sync":
+                self.core.store_progress(now)
+            if now >= self._next_checkpoint:
+                self._next_checkpoint = now + CHECKPOINT_EVERY_MS
+                self._checkpoint()
+            self._drive()
+            await asyncio.sleep(TICK_S)
+
+    def _checkpoint(self) -> None:
+        committed = self.store.committed_index
+        if committed != self._checkpointed:
+            save_checkpoint(self.config.data_dir, committed)
+            self._checkpointed = committed
+
+    # ---- inputs ------------------------------------------------------------------------
+
+    def on_frame(self, conn: _Connection, msg_type: int, request_id: int, payload: bytes) -> None:
+        """Handle one frame from `conn`; CodecError for a payload that does not decode."""
+        message = self.codec.decode(msg_type, payload)
+        if msg_type >= FIRST_PEER_TYPE:
+            self._on_peer_frame(conn, message)
+            return
+        handler = self._client_handlers.get(type(message))
+        if handler is None:
+            conn.reply(request_id, ErrorResponse(m.ResponseCode.UNSUPPORTED, self.core.leader,
+                                                 f"{type(message).__name__} is not a request"))
+            return
+        if message.group and message.group != self.config.group:
+            conn.reply(request_id, ErrorResponse(m.ResponseCode.UNKNOWN_GROUP, None,
+                                                 f"this node serves group {self.config.group!r}, "
+                                                 f"not {message.group!r}"))
+            return
+        handler(self, conn, request_id, message)
+
+    def _on_peer_frame(self, conn: _Connection, message: Any) -> None:
+        if isinstance(message, PeerHello):
+            if message.node not in self.links or message.group != self.config.group:
+                log.warning("refusing peer hello from %s: node %r group %r", conn.name, message.node,
+                            message.group)
+                conn.close()
+                return
+            conn.peer = message.node
+            return
+        if conn.peer is None:
+            log.warning("closing %s: peer message %s before a hello", conn.name, type(message).__name__)
+            conn.close()
+            return
+        self.core.receive(conn.peer, message, self.clock.now_ms())
+
+    def _token(self, conn: _Connection, request_id: int) -> int:
+        token = self._next_request
+        self._next_request += 1
+        self._pending[token] = (conn, request_id)
+        return token
+
+    def _on_metadata(self, conn: _Connection, request_id: int, _req: MetadataRequest) -> None:
+        conn.reply(request_id, self.core.metadata())
+
+    def _on_append(self, conn: _Connection, request_id: int, req: AppendRequest) -> None:
+        self.core.client_append(self._token(conn, request_id), req.bodies, self.clock.now_ms())
+
+    def _on_get(self, conn: _Connection, request_id: int, req: GetRequest) -> None:
+        try:
+            mode = m.ReadMode.parse(req.mode) if req.mode else self.config.read_mode
+        except ValueError as exc:
+            conn.reply(request_id, ErrorResponse(m.ResponseCode.UNEXPECTED_ARGUMENT, self.core.leader,
+                                                 str(exc)))
+            return
+        if req.first < 0 or req.last < req.first or req.last - req.first >= MAX_READ_ENTRIES:
+            conn.reply(request_id, ErrorResponse(
+                m.ResponseCode.UNEXPECTED_ARGUMENT, self.core.leader,
+                f"range {req.first}..{req.last}: need 0 <= first <= last, at most {MAX_READ_ENTRIES} "
+                "entries"))
+            return
+        self.core.client_read(self._token(conn, request_id), req.first, req.last, mode, self.clock.now_ms())
+
+    def _on_transfer(self, conn: _Connection, request_id: int, req: LeadershipTransferRequest) -> None:
+        self.core.client_transfer(self._token(conn, request_id), req.to, self.clock.now_ms())
+
+    _client_handlers: ClassVar[dict[type, Any]] = {
+        MetadataRequest: _on_metadata, AppendRequest: _on_append,
+        GetRequest: _on_get, LeadershipTransferRequest: _on_transfer,
+    }
+
+    # ---- outputs -----------------------------------------------------------------------
+
+    def schedule_drive(self) -> None:
+        """Carry out the core's outputs once this loop turn's inputs are all in."""
+        if not self._drive_scheduled:
+            self._drive_scheduled = True
+            asyncio.get_running_loop().call_soon(self._drive)
+
+    def _drive(self) -> None:
+        self._drive_scheduled = False
+        ready = self.core.ready()
+        self._carry_out(ready)
+        store = self.store
+        if self.config.flush == "sync" and not self._flushing and store.flushed_index < store.end_index:
+            self._flushing = True
+            asyncio.get_running_loop().run_in_executor(None, store.flush).add_done_callback(self._flushed)
+
+    def _flushed(self, future: asyncio.Future[int]) -> None:
+        self._flushing = False
+        if future.exception() is not None:
+            log.error("flush failed: %s", future.exception())
+            return
+        self.core.store_progress(self.clock.now_ms())
+        self._drive()
+
+    def _carry_out(self, ready: Ready) -> None:
+        if ready.persist is not None:
+            state = TermState(*ready.persist)
+            if state != self._persisted:
+                save_term(self.config.data_dir, state)
+                self._persisted = state
+        for peer, message in ready.messages:
+            self.links[peer].send(message)
+        pending = self._pending
+        for token, response in ready.completions:
+            target = pending.pop(token, None)
+            if target is not None:
+                target[0].reply(target[1], response)
+        for change in ready.role_changes:
+            log.info("role %s in term %d, leader %s", change.role.value, change.term, change.leader)
+            self.events.role(change.term, change.role.value, change.leader)
+        if ready.commit_index is not None:
+            self.events.commit(self.core.term, ready.commit_index)
+
