@@ -12,7 +12,6 @@ uses) and labelled with that hash, so a run always tests the code in the checkou
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import io
 import os
@@ -160,16 +159,17 @@ def ensure_node_image(client: docker.DockerClient, base: str, log: Log = _stderr
             if line:
                 log(f"  {line}")
     client.api.tag(ref, NODE_REPO, "latest")
-    _drop_older_tags(client, keep={ref, f"{NODE_REPO}:latest"})
     return ref
 
 
-def _drop_older_tags(client: docker.DockerClient, keep: set[str]) -> None:
-    """Untag node images of earlier sources; an image a container still uses stays."""
-    for image in client.images.list(name=NODE_REPO):
-        for tag in set(image.tags) - keep:
-            with contextlib.suppress(docker.errors.APIError):  # in use by a run still going
-                client.images.remove(tag)
+def remove_images(client: docker.DockerClient) -> int:
+    """Remove every base and node image (the cache; the next run rebuilds); how many were removed."""
+    removed = 0
+    for repo in (NODE_REPO, BASE_REPO):
+        for found in client.images.list(name=repo):
+            client.images.remove(found.id, force=True)
+            removed += 1
+    return removed
 
 
 def ensure_images(client: docker.DockerClient | None = None, base_image: str | None = None,
