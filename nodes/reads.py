@@ -42,7 +42,9 @@ class Confirmations:
     def answer(self, peer: str, seq: int, code: ResponseCode) -> bool:
         """Count one heartbeat answer; True when the confirmed round advanced."""
         before = self.confirmed_seq
-        if code is ResponseCode.SUCCESS and seq > self._acked.get(peer, seq):
+        # Only rounds this leadership sent count: a late answer to an earlier leadership's
+        # heartbeat (same term, re-elected) must not confirm this one.
+        if code is ResponseCode.SUCCESS and seq in self._sent and seq > self._acked.get(peer, seq):
             self._acked[peer] = seq
             self._recompute()
         if seq == self.last_seq:
