@@ -101,15 +101,17 @@ class Scan:
                 k += 1
                 pos = views[k].offset
                 continue
-            if len(view.buf) < rel + HEADER_SIZE:
-                self.stop = Stop(pos, f"file cut short: {len(view.buf)} of {view.size} bytes", False)
-                return
             hdr = bytes(view.buf[rel:rel + HEADER_SIZE])
-            magic, size, index, term, epos, channel, chain, bcrc, blen = HEADER.unpack(hdr)
-            problem = None
-            if magic == 0 and hdr == bytes(HEADER_SIZE):
+            if not any(hdr):
                 self.stop = Stop(pos, "zeros: end of written data", last)
                 return
+            if len(hdr) < HEADER_SIZE:
+                self.stop = Stop(pos, f"file cut short: {len(view.buf)} of {view.size} bytes"
+                                 if len(view.buf) < view.size else "a partial header ends the file",
+                                 False)
+                return
+            magic, size, index, term, epos, channel, chain, bcrc, blen = HEADER.unpack(hdr)
+            problem = None
             if magic not in ENTRY_MAGICS:
                 problem = f"bad magic {magic}"
             elif size != HEADER_SIZE + blen or blen < 0:
