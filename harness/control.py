@@ -2,19 +2,23 @@
 
 `Ssh` is one connection per node (commands are multiplexed as channels over it):
 `exec(command, timeout)` returns the exit status and output, `check` raises on failure,
-`upload`/`download`/`download_tree` copy files over SFTP. `RemoteProcess` is a long-running
-process on the node (the DLedger node itself), detached from any SSH session and tracked
-by a pid file, so it can be started, signalled (`KILL`, `TERM`, `STOP`, `CONT`) and watched.
+`upload`/`download` copy files over SFTP, `download_tree` copies a folder as a tar stream.
+`RemoteProcess` is a long-running process on the node (the DLedger node itself), detached
+from any SSH session and tracked by a pid file, so it can be started, signalled (`KILL`,
+`TERM`, `STOP`, `CONT`) and watched.
 """
 
 from __future__ import annotations
 
+import io
 import select
 import shlex
-import stat
+import tarfile
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import paramiko
 import tenacity
@@ -82,16 +86,22 @@ class Ssh:
 
         On a timeout the channel is closed; a command that ignores the hang-up may go on running.
         """
+        out = io.BytesIO()
+        status, err = self._run(command, timeout, out)
+        return Result(status, out.getvalue().decode(errors="replace"), err)
+
+    def _run(self, command: str, timeout: float, out: BinaryIO) -> tuple[int, str]:
+        """Run `command`, streaming its stdout into `out`; its exit status and stderr."""
         deadline = time.monotonic() + timeout
         chan = self._transport().open_session(timeout=timeout)
         try:
             chan.exec_command(command)
             chan.shutdown_write()
-            out, err = bytearray(), bytearray()
+            err = bytearray()
             fd = chan.fileno()
             while True:
                 while chan.recv_ready():
-                    out += chan.recv(65536)
+                    out.write(chan.recv(65536))
                 while chan.recv_stderr_ready():
                     err += chan.recv_stderr(65536)
                 if chan.eof_received and not chan.recv_ready() and not chan.recv_stderr_ready():
@@ -102,7 +112,7 @@ class Ssh:
                 select.select([fd], [], [], remaining)
             if not chan.status_event.wait(max(0.0, deadline - time.monotonic())):
                 raise CommandTimeout(f"{self.name}: `{command}` gave no exit status within {timeout} s")
-            return Result(chan.recv_exit_status(), out.decode(errors="replace"), err.decode(errors="replace"))
+            return chan.recv_exit_status(), err.decode(errors="replace")
         finally:
             chan.close()
 
@@ -129,19 +139,23 @@ class Ssh:
         local.parent.mkdir(parents=True, exist_ok=True)
         self._sftp_client().get(remote, str(local))
 
-    def download_tree(self, remote: str, local: Path) -> list[Path]:
-        """Copy the node's folder `remote` recursively under `local`; return the files copied."""
-        sftp = self._sftp_client()
-        copied: list[Path] = []
-        local.mkdir(parents=True, exist_ok=True)
-        for entry in sftp.listdir_attr(remote):
-            source, target = f"{remote.rstrip('/')}/{entry.filename}", local / entry.filename
-            if stat.S_ISDIR(entry.st_mode or 0):
-                copied += self.download_tree(source, target)
-            elif stat.S_ISREG(entry.st_mode or 0):
-                sftp.get(source, str(target))
-                copied.append(target)
-        return copied
+    def download_tree(self, remote: str, local: Path, timeout: float = 300.0) -> list[Path]:
+        """Copy the node's folder `remote` under `local`; return the files copied.
+
+        It travels as one compressed tar stream; holes in sparse files (preallocated store
+        segments) stay holes. Files that change while they are read (a running node) are
+        copied as they were at that moment.
+        """
+        command = f"tar --sparse --warning=no-file-changed -C {shlex.quote(remote)} -czf - ."
+        with tempfile.TemporaryFile() as archive:
+            status, err = self._run(command, timeout, archive)
+            if status not in (0, 1):  # GNU tar: 1 means some file changed while it was read
+                raise CommandFailed(f"{self.name}: `{command}` exited {status}: {err.strip()}")
+            archive.seek(0)
+            with tarfile.open(fileobj=archive, mode="r:gz") as tar:
+                files = [member.name for member in tar.getmembers() if member.isfile()]
+                tar.extractall(local, filter="data")
+        return [local / name for name in files]
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

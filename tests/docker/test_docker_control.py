@@ -40,10 +40,14 @@ def test_upload_download_and_tree_copy(cluster3: Db, tmp_path: Path) -> None:
     ssh = cluster3.ssh("n2")
     ssh.upload(tmp_path / "blob", "/tmp/blob")
     assert ssh.exec("sha256sum < /tmp/blob").stdout.split()[0] == hashlib.sha256(payload).hexdigest()
-    ssh.check("mkdir -p /tmp/tree/sub && echo a > /tmp/tree/a && echo b > /tmp/tree/sub/b")
+    ssh.check("mkdir -p /tmp/tree/sub && echo a > /tmp/tree/a && echo b > /tmp/tree/sub/b "
+              "&& truncate -s 256M /tmp/tree/segment && echo end >> /tmp/tree/segment")
     copied = ssh.download_tree("/tmp/tree", tmp_path / "tree")
-    assert sorted(p.relative_to(tmp_path / "tree").as_posix() for p in copied) == ["a", "sub/b"]
+    assert sorted(p.relative_to(tmp_path / "tree").as_posix() for p in copied) == ["a", "segment", "sub/b"]
     assert (tmp_path / "tree" / "sub" / "b").read_text() == "b\n"
+    segment = (tmp_path / "tree" / "segment").stat()
+    assert segment.st_size == (256 << 20) + 4
+    assert segment.st_blocks * 512 < 1 << 20  # the hole stayed a hole
     ssh.download("/tmp/blob", tmp_path / "back" / "blob")
     assert (tmp_path / "back" / "blob").read_bytes() == payload
 
