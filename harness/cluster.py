@@ -86,6 +86,11 @@ class Cluster:
 
     def create(self) -> dict[str, Node]:
         """Create the network and start every container (sshd up soon after); return the nodes by name."""
+        try:
+            self.client.images.get(self.image)
+        except docker.errors.ImageNotFound:
+            raise HarnessError(f"image {self.image} is not built: run `make image` "
+                               "(no registry is used, so it is never pulled)") from None
         self.client.networks.create(self.network_name, driver="bridge", labels=self.labels,
                                     check_duplicate=True)
         return {name: self._start_container(name) for name in self.names}
@@ -93,13 +98,14 @@ class Cluster:
     def _start_container(self, name: str) -> Node:
         volume = self.client.volumes.create(f"{self.container_name(name)}-data",
                                             labels={**self.labels, LABEL_NODE: name})
-        container = self.client.containers.run(
+        container = self.client.containers.create(  # create, unlike run, never pulls
             self.image, detach=True, name=self.container_name(name), hostname=name, init=True,
             cap_add=["NET_ADMIN"], network=self.network_name,
             ports={f"{SSH_PORT}/tcp": ("127.0.0.1", None), f"{NODE_PORT}/tcp": ("127.0.0.1", None)},
             environment={"SSH_AUTHORIZED_KEY": self.public_key},
             labels={**self.labels, LABEL_NODE: name},
             volumes={volume.name: {"bind": DATA_DIR, "mode": "rw"}})
+        container.start()
         container.reload()
         settings = container.attrs["NetworkSettings"]
         address = settings["Networks"][self.network_name]["IPAddress"]
