@@ -40,7 +40,8 @@ def test_an_interrupted_run_leaves_nothing(docker_client: docker.DockerClient, n
         assert run.stdout is not None
         words = run.stdout.readline().split()
         assert words[:1] == ["ready"], run.stderr.read() if run.poll() is not None else words
-        run_id, network_id = words[1], words[2]
+        run_id = words[1]
+        network_id = docker_client.networks.list(filters={"label": f"{LABEL_RUN}={run_id}"})[0].id
         assert len(leftovers(docker_client, run_id)) == 5  # 2 containers, 1 network, 2 volumes
         assert host_rules_for(network_id)
         run.send_signal(signum)
