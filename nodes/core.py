@@ -144,7 +144,10 @@ class Core:
         # candidate
         self._known_max_term = term
         self._increase_term_now = False
-        self._last_parse = ParseResult.WAIT_TO_REVOTE
+        # We differ: a node that voted for itself in its persisted term may have led it and
+        # lost unflushed entries of that term; it must not lead that term again, so its
+        # first round raises the term (DLedger would re-campaign in the same term).
+        self._last_parse = ParseResult.WAIT_TO_VOTE_NEXT if vote == node_id else ParseResult.WAIT_TO_REVOTE
         self._next_vote_at = now
         self._round: VoteRound | None = None
         self._taking: TakeLeadership | None = None
@@ -421,7 +424,7 @@ class Core:
         if result is VoteResult.ACCEPT and self.vote_for != self.node_id:
             self.vote_for = self.node_id
             self._persist()
-        rnd.count(result, self.term)
+        rnd.count(self.node_id, result, self.term)
         for peer in self.others:
             self._send(peer, req)
         if rnd.decided(self.quorum):
@@ -467,7 +470,7 @@ class Core:
         rnd = self._round
         if rnd is None or resp.seq != rnd.seq or self.role is not Role.CANDIDATE:
             return
-        rnd.count(resp.result, resp.term)
+        rnd.count(sender, resp.result, resp.term)
         if rnd.decided(self.quorum):
             self._finish_round(rnd)
 

@@ -8,7 +8,7 @@ and parse results"), `judge_heartbeat` is a follower's answer to a heartbeat
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 
 from nodes.messages import ResponseCode, VoteRequest, VoteResult
@@ -112,9 +112,13 @@ class VoteRound:
     bigger_ledger: int = 0
     already_has_leader: bool = False
     known_max_term: int = -1
+    voters: set[str] = field(default_factory=set)
 
-    def count(self, result: VoteResult, term: int) -> None:
-        """Add one answer (`term` is the voter's term in its reply)."""
+    def count(self, voter: str, result: VoteResult, term: int) -> None:
+        """Add `voter`'s answer (`term` is its term in the reply); a duplicate is ignored."""
+        if voter in self.voters:
+            return
+        self.voters.add(voter)
         self.answered += 1
         if result is not VoteResult.UNKNOWN:
             self.valid += 1

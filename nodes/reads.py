@@ -20,7 +20,7 @@ from nodes.messages import ResponseCode
 class Confirmations:
     """Which heartbeat round a quorum acknowledged, when it was sent, and the current round's tally."""
 
-    __slots__ = ("_acked", "_quorum", "_sent", "answered", "confirmed_at", "confirmed_seq",
+    __slots__ = ("_acked", "_answered_by", "_quorum", "_sent", "answered", "confirmed_at", "confirmed_seq",
                  "inconsistent", "last_seq", "not_ready", "success")
 
     def __init__(self, others: list[str], quorum: int, now: float) -> None:
@@ -31,12 +31,14 @@ class Confirmations:
         self.confirmed_seq = -1
         self.confirmed_at = now
         self.answered = self.success = self.not_ready = self.inconsistent = 0
+        self._answered_by: set[str] = set()
 
     def start(self, seq: int, now: float) -> None:
         """A new round `seq` goes out now; the leader counts as its own first success."""
         self._sent[seq] = now
         self.last_seq = seq
         self.answered, self.success, self.not_ready, self.inconsistent = 0, 1, 0, 0
+        self._answered_by = set()
         self._recompute()
 
     def answer(self, peer: str, seq: int, code: ResponseCode) -> bool:
@@ -47,7 +49,8 @@ class Confirmations:
         if code is ResponseCode.SUCCESS and seq in self._sent and seq > self._acked.get(peer, seq):
             self._acked[peer] = seq
             self._recompute()
-        if seq == self.last_seq:
+        if seq == self.last_seq and peer not in self._answered_by:
+            self._answered_by.add(peer)
             self.answered += 1
             if code is ResponseCode.SUCCESS:
                 self.success += 1

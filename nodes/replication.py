@@ -44,6 +44,7 @@ class Dispatcher:
     __slots__ = (
         "_epoch",
         "_inflight",
+        "_match_seq",
         "_retry_at",
         "_sent_commit",
         "_sent_commit_at",
@@ -61,6 +62,7 @@ class Dispatcher:
         self.peer = peer
         self.state = PushType.COMPARE
         self.match_index = -1
+        self._match_seq = -1
         self.compare_index = end_index
         self.next_index = end_index + 1
         self.last_ack_at = now
@@ -127,8 +129,14 @@ class Dispatcher:
         self.last_ack_at = now
         advanced = False
         if resp.code is ResponseCode.SUCCESS and resp.match_index > self.match_index:
-            self.match_index = resp.match_index
+            self.match_index, self._match_seq = resp.match_index, resp.seq
             advanced = True
+        elif resp.end_index < self.match_index and resp.seq > self._match_seq:
+            # The follower lost entries it had acknowledged (power loss under async flush):
+            # what it matches is unknown again.
+            self.match_index = -1
+            self._reset(now, min(resp.end_index, store.end_index), 0.0)
+            return False
         if resp.type is PushType.COMMIT:
             return advanced
         if self.state is not PushType.APPEND:

@@ -1,0 +1,436 @@
+"""The simulation driver: N cores, their disks and clocks, a network, clients and faults, one seed.
+
+A run has two phases. The fault phase processes `steps` events (ticks, deliveries,
+flushes, client operations, faults) while faults come and go. Then everything heals
+(partitions and link faults stop, crashed nodes restart, clocks run true) and the
+liveness phase must, within `liveness_ms` of simulated time, elect a leader, commit a
+fresh probe append and bring every node's commit index up to it. Invariants are checked
+on every step; a violation stops the run with the step, the seed and the recent trace.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodes.core import Core, CoreConfig, Ready
+from nodes.election import Role
+from nodes.logstore import StoreError
+from nodes.messages import (
+    AppendResponse,
+    ClientResponse,
+    PeerMessage,
+    ReadMode,
+    ReadResponse,
+    ResponseCode,
+)
+from nodes.replication import SafetyError
+from nodes.sim.clock import SkewedClock
+from nodes.sim.disk import SimDisk
+from nodes.sim.faults import FAULTS, Undo, start_fault
+from nodes.sim.invariants import Invariants, Violation, check_log_matching
+from nodes.sim.network import Network
+from nodes.sim.trace import Trace
+from nodes.timing import timing_profile
+
+TICK, DELIVER, FLUSH, CLIENT, CLIENT_TIMEOUT, FAULT, FAULT_END, RESTART, PROBE = range(9)
+
+
+@dataclass(frozen=True, slots=True)
+class SimConfig:
+    """One simulated run. `lease_guard` None: chosen from the seed."""
+
+    seed: int
+    nodes: int = 5
+    steps: int = 4000
+    faults: tuple[str, ...] = FAULTS
+    flush: str = "sync"
+    profile: str = "fast"
+    clients: int = 3
+    lease_guard: bool | None = None
+    tick_ms: float = 10.0
+    fsync_ms: float = 2.0
+    async_flush_ms: float = 10.0
+    liveness_ms: float = 20000.0
+    check_every: int = 250
+    fault_gap_ms: tuple[float, float] = (50.0, 600.0)
+    fault_length_ms: tuple[float, float] = (100.0, 1500.0)
+
+
+@dataclass(slots=True)
+class SimResult:
+    """What one run did, and the violation if one was found."""
+
+    config: SimConfig
+    steps: int
+    sim_ms: float
+    stats: Counter[str]
+    violation: Violation | None = None
+    trace: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """A deterministic, human-readable report (the same seed prints the same bytes)."""
+        c = self.config
+        head = (f"seed {c.seed}: {c.nodes} nodes, flush {c.flush}, profile {c.profile}, "
+                f"faults {','.join(c.faults) or 'none'}")
+        stats = " ".join(f"{k}={v}" for k, v in sorted(self.stats.items()))
+        lines = [head, f"steps {self.steps}, simulated {self.sim_ms / 1000:.3f} s", f"stats: {stats}"]
+        if self.violation is None:
+            lines.append("result: no violation")
+        else:
+            lines.append(f"VIOLATION at step {self.steps}: {self.violation}")
+            lines.append(f"replay: python -m nodes simulate --seed {c.seed} --steps {c.steps} "
+                         f"--nodes {c.nodes} --faults {','.join(c.faults) or 'none'} --flush {c.flush} "
+                         f"--profile {c.profile}")
+            lines.append("trace of the last events:")
+            lines.extend(self.trace)
+        return "\n".join(lines)
+
+
+@dataclass(slots=True)
+class _Op:
+    client: int
+    kind: str
+    node: str
+    body: bytes = b""
+    mode: ReadMode = ReadMode.READ_INDEX
+    first: int = 0
+    last: int = 0
+    acked_before: int = -1
+
+
+class Simulation:
+    """One seeded run; `run()` returns its `SimResult`."""
+
+    def __init__(self, config: SimConfig) -> None:
+        self.config = config
+        rng = self.rng = random.Random(config.seed)
+        self.names = [f"n{i + 1}" for i in range(config.nodes)]
+        self.network = Network(random.Random(rng.getrandbits(64)))
+        lease_guard = config.lease_guard if config.lease_guard is not None else rng.random() < 0.5
+        self.core_config = CoreConfig(timing_profile(config.profile), config.flush, lease_guard)
+        self.clocks = {n: SkewedClock(0.0, rng.uniform(0.0, 1e6), 1.0) for n in self.names}
+        self.disks = {n: SimDisk() for n in self.names}
+        self.cores: dict[str, Core | None] = dict.fromkeys(self.names)
+        self.incarnation = dict.fromkeys(self.names, 0)
+        self.checked = dict.fromkeys(self.names, -1)
+        self.now = 0.0
+        self.step = 0
+        self.healed = False
+        self.stats: Counter[str] = Counter()
+        self.inv = Invariants()
+        self.trace = Trace()
+        self._queue: list[tuple[float, int, int, str, Any]] = []
+        self._seq = 0
+        self._ops: dict[int, _Op] = {}
+        self._next_rid = 0
+        self._believed_leader: list[str | None] = [None] * config.clients
+        self._append_count = 0
+        self._probe: tuple[int, int] | None = None  # (request id, index once acknowledged)
+        for name in self.names:
+            self._start_node(name)
+            if config.flush == "async":
+                self._schedule(rng.uniform(0, config.async_flush_ms), FLUSH, name, -1)
+        for c in range(config.clients):
+            self._schedule(rng.uniform(0, 50.0), CLIENT, "", c)
+        if config.faults:
+            self._schedule(rng.uniform(*config.fault_gap_ms), FAULT, "", None)
+
+    # ---- the event loop ----------------------------------------------------------------
+
+    def _schedule(self, delay: float, kind: int, node: str, payload: Any) -> None:
+        self._seq += 1
+        heapq.heappush(self._queue, (self.now + delay, self._seq, kind, node, payload))
+
+    def run(self) -> SimResult:
+        try:
+            self._run()
+        except Violation as exc:
+            return self._result(exc)
+        except SafetyError as exc:  # asked to drop an entry it had committed: the cluster lost it
+            return self._result(Violation("committed entry lost", str(exc)))
+        except StoreError as exc:
+            return self._result(Violation("store refused", str(exc)))
+        except Exception:  # a crash of the core is a finding too: report it with the trace
+            return self._result(Violation("exception", traceback.format_exc()))
+        return self._result(None)
+
+    def _result(self, violation: Violation | None) -> SimResult:
+        trace = self.trace.lines(60) if violation else []
+        return SimResult(self.config, self.step, self.now, self.stats, violation, trace)
+
+    def _run(self) -> None:
+        cfg = self.config
+        handlers = (self._on_tick, self._on_deliver, self._on_flush, self._on_client, self._on_client_timeout,
+                    self._on_fault, self._on_fault_end, self._on_restart, self._on_probe)
+        queue = self._queue
+        deadline = None
+        while queue:
+            if not self.healed and self.step >= cfg.steps:
+                self._heal()
+                deadline = self.now + cfg.liveness_ms
+            if deadline is not None:
+                if self._live():
+                    break
+                if self.now > deadline:
+                    raise Violation("liveness", "no leader committed a probe and caught every node up "
+                                    f"within {cfg.liveness_ms:.0f} ms after healing: {self._roles()}")
+            self.now, _, kind, node, payload = heapq.heappop(queue)
+            self.step += 1
+            handlers[kind](node, payload)
+            if self.step % cfg.check_every == 0:
+                self._check_logs()
+        self._check_logs()
+
+    def _check_logs(self) -> None:
+        check_log_matching({n: self.disks[n].store.entries for n in self.names})
+
+    def _roles(self) -> str:
+        return ", ".join(f"{n}:{c.role.value}/t{c.term}/c{c.commit_index}" if c else f"{n}:down"
+                         for n, c in self.cores.items())
+
+    # ---- nodes -------------------------------------------------------------------------
+
+    def _local(self, node: str) -> float:
+        return self.clocks[node].local(self.now)
+
+    def _start_node(self, name: str) -> None:
+        disk = self.disks[name]
+        core = Core(name, self.names, disk.store, disk.term, disk.vote, self.core_config,
+                    random.Random(self.rng.getrandbits(64)), self._local(name))
+        self.cores[name] = core
+        self.inv.on_commit(name, disk.store.entries, -1, core.commit_index)  # what it still calls committed
+        self.checked[name] = core.commit_index
+        self.trace.add(self.now, self.step, name, f"start t{disk.term} vote {disk.vote} "
+                       f"log end {disk.store.end_index} commit {core.commit_index}")
+        self._schedule(self.rng.uniform(0, self.config.tick_ms), TICK, name, self.incarnation[name])
+        self._drain(name, core)
+
+    def crash(self, node: str, power_loss: bool, downtime: float) -> None:
+        """Kill `node` (losing unflushed writes on power loss) and restart it after `downtime`."""
+        if self.cores[node] is None:
+            return
+        self.cores[node] = None
+        self.incarnation[node] += 1
+        disk = self.disks[node]
+        disk.flush_pending = False  # the fsync in progress dies with the process
+        if power_loss:
+            disk.power_loss()
+        self.stats["powerloss" if power_loss else "crash"] += 1
+        self.trace.add(self.now, self.step, node, "power loss" if power_loss else "crash")
+        for rid in [rid for rid, op in self._ops.items() if op.node == node]:
+            self._finish_op(rid, "info")
+        self._schedule(downtime, RESTART, node, self.incarnation[node])
+
+    def _on_restart(self, node: str, incarnation: int) -> None:
+        if self.cores[node] is None and incarnation == self.incarnation[node]:
+            self._start_node(node)
+
+    def _on_tick(self, node: str, incarnation: int) -> None:
+        core = self.cores[node]
+        if core is None or incarnation != self.incarnation[node]:
+            return
+        core.tick(self._local(node))
+        self._drain(node, core)
+        self._schedule(self.config.tick_ms, TICK, node, incarnation)
+
+    def _on_deliver(self, node: str, payload: tuple[str, PeerMessage]) -> None:
+        sender, message = payload
+        core = self.cores[node]
+        if core is None or not self.network.connected(sender, node):
+            self.trace.add(self.now, self.step, node, f"drop from {sender}", message)
+            return
+        self.trace.add(self.now, self.step, node, f"recv from {sender}", message)
+        core.receive(sender, message, self._local(node))
+        self._drain(node, core)
+
+    def _on_flush(self, node: str, incarnation: int) -> None:
+        disk = self.disks[node]
+        if incarnation == -1:  # async: DLedger's periodic background flush
+            self._schedule(self.config.async_flush_ms, FLUSH, node, -1)
+        elif incarnation != self.incarnation[node]:
+            return
+        else:
+            disk.flush_pending = False
+        core = self.cores[node]
+        if core is None or not disk.dirty():
+            return
+        disk.store.flush()
+        core.store_progress(self._local(node))
+        self._drain(node, core)
+
+    def _drain(self, node: str, core: Core) -> None:
+        """Carry out a core's outputs: persist, send, complete, and check what they claim."""
+        ready: Ready = core.ready()
+        disk = self.disks[node]
+        if ready.persist is not None:
+            disk.persist(*ready.persist)
+        for change in ready.role_changes:
+            self.trace.add(self.now, self.step, node, f"becomes {change.role.value} t{change.term} "
+                           f"leader {change.leader}")
+            if change.role is Role.LEADER:
+                self.stats["elections"] += 1
+                self.inv.on_leader(node, change.term, disk.store.entries)
+        if ready.commit_index is not None:
+            self.inv.on_commit(node, disk.store.entries, self.checked[node], ready.commit_index)
+            self.checked[node] = ready.commit_index
+        net_delays = self.network.delays
+        for peer, message in ready.messages:
+            self.stats["messages"] += 1
+            for delay in net_delays():
+                self._schedule(delay, DELIVER, peer, (node, message))
+        for rid, response in ready.completions:
+            self._complete(rid, response)
+        if self.config.flush == "sync" and not disk.flush_pending and disk.dirty():
+            disk.flush_pending = True
+            self._schedule(self.config.fsync_ms, FLUSH, node, self.incarnation[node])
+
+    # ---- clients -----------------------------------------------------------------------
+
+    def _rid(self) -> int:
+        self._next_rid += 1
+        return self._next_rid
+
+    def _pick_node(self, client: int) -> str:
+        believed = self._believed_leader[client]
+        if believed is not None and self.rng.random() < 0.85:
+            return believed
+        return self.rng.choice(self.names)
+
+    def _on_client(self, _node: str, client: int) -> None:
+        rng = self.rng
+        node = self._pick_node(client)
+        core = self.cores[node]
+        if core is None:
+            self._believed_leader[client] = None
+            self._schedule(rng.uniform(1.0, 20.0), CLIENT, "", client)
+            return
+        rid = self._rid()
+        local = self._local(node)
+        roll = rng.random()
+        if roll < 0.6:
+            self._append_count += 1
+            body = f"c{client}-{self._append_count}".encode()
+            self._ops[rid] = _Op(client, "append", node, body)
+            self.trace.add(self.now, self.step, node, f"client {client} append {body.decode()} rid {rid}")
+            core.client_append(rid, [body], local)
+        else:
+            modes = [ReadMode.READ_INDEX, ReadMode.READ_INDEX, ReadMode.COMMITTED, ReadMode.FOLLOWER,
+                     ReadMode.UNSAFE, ReadMode.LEASE]
+            mode = rng.choice(modes)
+            top = max(len(self.inv.committed) - 1, 0)
+            first = rng.randint(max(0, top - 30), top + 3)
+            last = first + rng.randint(0, 40)
+            self._ops[rid] = _Op(client, "read", node, mode=mode, first=first, last=last,
+                                 acked_before=self.inv.max_acked)
+            self.trace.add(self.now, self.step, node, f"client {client} read {mode.label} {first}..{last} "
+                           f"rid {rid}")
+            core.client_read(rid, first, last, mode, local)
+        self._schedule(5000.0, CLIENT_TIMEOUT, "", rid)
+        self._drain(node, core)
+
+    def _on_client_timeout(self, _node: str, rid: int) -> None:
+        if rid in self._ops:
+            self._finish_op(rid, "info")
+
+    def _finish_op(self, rid: int, outcome: str) -> None:
+        op = self._ops.pop(rid)
+        self.stats[f"{op.kind}-{outcome}"] += 1
+        if op.client >= 0:
+            self._schedule(self.rng.uniform(1.0, 20.0), CLIENT, "", op.client)
+
+    def _complete(self, rid: int, response: ClientResponse) -> None:
+        op = self._ops.get(rid)
+        if op is None:
+            return
+        self.trace.add(self.now, self.step, op.node, f"client {op.client} rid {rid} gets", response)
+        leader = getattr(response, "leader", None)
+        if op.client >= 0:
+            self._believed_leader[op.client] = leader
+        code = response.code
+        if code is ResponseCode.SUCCESS:
+            if isinstance(response, AppendResponse):
+                self.inv.on_append_ok(op.body, response.first_index)
+                if op.kind == "probe":
+                    self._probe = (rid, response.last_index)
+            elif isinstance(response, ReadResponse):
+                self.inv.on_read_ok(op.node, op.mode, op.first, op.last, op.acked_before, response)
+            self._finish_op(rid, "ok")
+        elif code in (ResponseCode.TERM_CHANGED, ResponseCode.WAIT_QUORUM_ACK_TIMEOUT):
+            self._finish_op(rid, "info")
+        else:
+            self._finish_op(rid, "fail")
+
+    def request_transfer(self) -> None:
+        """Ask the current leader, if any, to hand over to a random other member."""
+        leaders = [n for n, c in self.cores.items() if c is not None and c.role is Role.LEADER]
+        if not leaders:
+            return
+        node = leaders[-1]
+        core = self.cores[node]
+        assert core is not None
+        to = self.rng.choice([n for n in self.names if n != node])
+        rid = self._rid()
+        self._ops[rid] = _Op(-1, "transfer", node)
+        self.trace.add(self.now, self.step, node, f"transfer to {to} rid {rid}")
+        core.client_transfer(rid, to, self._local(node))
+        self._drain(node, core)
+
+    # ---- faults and healing ------------------------------------------------------------
+
+    def _on_fault(self, _node: str, _payload: None) -> None:
+        if self.healed:
+            return
+        rng = self.rng
+        kind = rng.choice(self.config.faults)
+        self.stats[f"fault-{kind}"] += 1
+        self.trace.add(self.now, self.step, "sim", f"fault {kind} starts")
+        undo = start_fault(kind, self, rng)
+        if undo is not None:
+            self._schedule(rng.uniform(*self.config.fault_length_ms), FAULT_END, kind, undo)
+        self._schedule(rng.uniform(*self.config.fault_gap_ms), FAULT, "", None)
+
+    def _on_fault_end(self, kind: str, undo: Undo) -> None:
+        if not self.healed and undo is not None:
+            self.trace.add(self.now, self.step, "sim", f"fault {kind} ends")
+            undo()
+
+    def _heal(self) -> None:
+        self.healed = True
+        self.trace.add(self.now, self.step, "sim", "heal: faults stop, crashed nodes restart")
+        self.network.heal()
+        for name in self.names:
+            self.clocks[name].set_rate(self.now, 1.0)
+            if self.cores[name] is None:
+                self._start_node(name)
+        self._schedule(0.0, PROBE, "", None)
+
+    def _on_probe(self, _node: str, _payload: None) -> None:
+        """After healing: keep offering one probe append to whoever leads until one commits."""
+        if self._probe is None and not any(op.kind == "probe" for op in self._ops.values()):
+            leaders = [n for n, c in self.cores.items() if c is not None and c.role is Role.LEADER]
+            if leaders:
+                node = leaders[-1]
+                core = self.cores[node]
+                assert core is not None
+                rid = self._rid()
+                self._ops[rid] = _Op(-1, "probe", node, b"probe")
+                core.client_append(rid, [b"probe"], self._local(node))
+                self._drain(node, core)
+        if self._probe is None:
+            self._schedule(50.0, PROBE, "", None)
+
+    def _live(self) -> bool:
+        if self._probe is None:
+            return False
+        index = self._probe[1]
+        return all(c is not None and c.commit_index >= index for c in self.cores.values())
+
+
+def run_seed(config: SimConfig) -> SimResult:
+    """Run one seed to its end or its first violation."""
+    return Simulation(config).run()

@@ -1,0 +1,102 @@
+"""The faults the simulator injects, each a start and (for most) an undo.
+
+partition (two groups cut apart), oneway (one group cannot reach the other), bridge (two
+groups that reach each other only through one node), loss, dup (duplication), delay
+(large jitter, so heavy reordering), crash (process kill: the page cache survives),
+powerloss (unflushed writes are lost; one node, or sometimes every node at once), skew
+(a node's clock runs fast or slow, within the lease's drift bound), transfer (a leadership
+transfer request to the leader).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Protocol
+
+from nodes.sim.clock import SkewedClock
+from nodes.sim.network import LinkModel, Network, between, split
+
+FAULTS = ("partition", "oneway", "bridge", "loss", "dup", "delay", "crash", "powerloss", "skew", "transfer")
+
+
+def parse_faults(text: str) -> tuple[str, ...]:
+    """`partition,crash` -> the tuple; `all` -> every fault; `none` -> no fault. ValueError names bad ones."""
+    if text in ("", "none"):
+        return ()
+    if text == "all":
+        return FAULTS
+    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    bad = [n for n in names if n not in FAULTS]
+    if bad:
+        raise ValueError(f"unknown fault(s) {', '.join(bad)}: use a comma list of {', '.join(FAULTS)}, "
+                         "or all / none")
+    return names
+
+
+class FaultTarget(Protocol):
+    """What a fault acts on: the simulation exposes these."""
+
+    names: list[str]
+    network: Network
+    clocks: dict[str, SkewedClock]
+    now: float
+
+    def crash(self, node: str, power_loss: bool, downtime: float) -> None: ...
+    def request_transfer(self) -> None: ...
+
+
+Undo = Callable[[], None] | None
+
+
+def start_fault(kind: str, sim: FaultTarget, rng: random.Random) -> Undo:
+    """Inject one fault of `kind` now; return how to undo it (None if it undoes itself)."""
+    net = sim.network
+    if kind == "partition":
+        net.block(between(*split(sim.names, rng)))
+        return _unblock(net)
+    if kind == "oneway":
+        a, b = split(sim.names, rng)
+        net.block(between(a, b, both_ways=False))
+        return _unblock(net)
+    if kind == "bridge":
+        others = list(sim.names)
+        rng.shuffle(others)
+        others.pop()  # the bridge node keeps every link
+        if len(others) >= 2:
+            net.block(between(*split(others, rng)))
+        return _unblock(net)
+    if kind in ("loss", "dup", "delay"):
+        return _link_fault(kind, net, rng)
+    if kind == "crash" or (kind == "powerloss" and rng.random() < 0.7):
+        sim.crash(rng.choice(sim.names), kind == "powerloss", rng.uniform(20.0, 1500.0))
+        return None
+    if kind == "powerloss":  # the whole cluster loses power at once
+        for node in sim.names:
+            sim.crash(node, True, rng.uniform(20.0, 1500.0))
+        return None
+    if kind == "skew":
+        node = rng.choice(sim.names)
+        clock = sim.clocks[node]
+        clock.set_rate(sim.now, rng.uniform(0.96, 1.04))
+        return lambda: clock.set_rate(sim.now, 1.0)
+    if kind == "transfer":
+        sim.request_transfer()
+        return None
+    raise ValueError(f"unknown fault {kind!r}")
+
+
+def _unblock(net: Network) -> Callable[[], None]:
+    return lambda: net.block([])
+
+
+def _link_fault(kind: str, net: Network, rng: random.Random) -> Callable[[], None]:
+    normal = LinkModel()
+    if kind == "loss":
+        net.model.loss = rng.uniform(0.05, 0.4)
+        return lambda: setattr(net.model, "loss", normal.loss)
+    if kind == "dup":
+        net.model.duplicate = rng.uniform(0.05, 0.4)
+        return lambda: setattr(net.model, "duplicate", normal.duplicate)
+    net.model.jitter_ms = rng.uniform(10.0, 80.0)
+    return lambda: setattr(net.model, "jitter_ms", normal.jitter_ms)

@@ -1,0 +1,95 @@
+"""Raft's safety properties, checked as the simulation runs.
+
+* election safety: at most one leader per term;
+* leader completeness: a new leader's log holds every committed entry;
+* state machine safety: an index, once committed anywhere, always holds the same entry
+  (so committed entries never change or disappear, across crashes and power loss);
+* log matching: two logs with the same (index, term) agree on everything before it;
+* reads: `read-index` and `lease` reads see every append acknowledged before they were
+  invoked and only committed entries; `committed` and `follower` reads return only
+  committed entries (they may be stale).
+"""
+
+from __future__ import annotations
+
+from nodes.logstore import Entry
+from nodes.messages import ReadMode, ReadResponse
+
+
+class Violation(Exception):
+    """A safety or liveness property failed; the message says which and how."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+class Invariants:
+    """The cluster-wide record the properties are checked against."""
+
+    def __init__(self) -> None:
+        self.leaders: dict[int, str] = {}
+        self.committed: list[Entry] = []
+        self.max_acked = -1
+
+    def on_leader(self, node: str, term: int, log: list[Entry]) -> None:
+        other = self.leaders.setdefault(term, node)
+        if other != node:
+            raise Violation("election safety", f"{other} and {node} both leaders in term {term}")
+        n = len(self.committed)
+        if log[:n] != self.committed:
+            i = next((i for i in range(n) if i >= len(log) or log[i] != self.committed[i]), n)
+            raise Violation("leader completeness",
+                            f"{node} leads term {term} without committed entry {i}: "
+                            f"has {log[i] if i < len(log) else None}, committed {self.committed[i]}")
+
+    def on_commit(self, node: str, log: list[Entry], old: int, new: int) -> None:
+        """`node` commits up to `new` (it had checked up to `old`)."""
+        committed = self.committed
+        for i in range(old + 1, new + 1):
+            if i >= len(log):
+                raise Violation("state machine safety",
+                                f"{node} commits {i} beyond its log end {len(log) - 1}")
+            if i < len(committed):
+                if log[i] != committed[i]:
+                    raise Violation("state machine safety",
+                                    f"{node} commits {log[i]} at {i}, where {committed[i]} was committed")
+            else:
+                committed.append(log[i])
+
+    def on_append_ok(self, body: bytes, first: int) -> None:
+        if first >= len(self.committed) or self.committed[first].body != body:
+            got = self.committed[first] if first < len(self.committed) else None
+            raise Violation("acknowledged append", f"append acked at {first} but committed there is {got}")
+        self.max_acked = max(self.max_acked, first)
+
+    def on_read_ok(self, node: str, mode: ReadMode, first: int, last: int, acked_before: int,
+                   resp: ReadResponse) -> None:
+        if mode is ReadMode.UNSAFE:
+            return
+        committed = self.committed
+        top = min(last, resp.commit_index)
+        expected = committed[max(first, 0):top + 1]
+        if resp.entries != expected:
+            raise Violation(f"{mode.label} read", f"{node} answered {first}..{last} with "
+                            f"{[(e.index, e.term) for e in resp.entries]} at commit {resp.commit_index}, "
+                            f"committed there: {[(e.index, e.term) for e in expected]}")
+        if mode in (ReadMode.READ_INDEX, ReadMode.LEASE) and resp.commit_index < acked_before:
+            raise Violation(f"{mode.label} read", f"{node} read at commit {resp.commit_index}, stale: index "
+                            f"{acked_before} was acknowledged before the read was invoked")
+
+
+def check_log_matching(logs: dict[str, list[Entry]]) -> None:
+    """Every pair of logs that agrees on (index, term) somewhere agrees on all before it."""
+    names = list(logs)
+    for a_i, a in enumerate(names):
+        for b in names[a_i + 1:]:
+            la, lb = logs[a], logs[b]
+            i = min(len(la), len(lb)) - 1
+            while i >= 0 and la[i].term != lb[i].term:
+                i -= 1
+            if i >= 0 and la[:i + 1] != lb[:i + 1]:
+                j = next(k for k in range(i + 1) if la[k] != lb[k])
+                raise Violation("log matching", f"{a} and {b} agree at ({i}, t{la[i].term}) but differ "
+                                f"at {j}: {la[j]} vs {lb[j]}")

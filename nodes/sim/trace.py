@@ -1,0 +1,35 @@
+"""The simulator's event trace: a bounded ring of recent events, formatted only when shown."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from nodes.messages import PushRequest, PushResponse
+
+
+def describe(obj: Any) -> str:
+    """A one-line description of a message or event payload (entries shortened)."""
+    if isinstance(obj, PushRequest):
+        span = f" {obj.entries[0].index}..{obj.entries[-1].index}" if obj.entries else ""
+        return (f"Push{obj.type.name}(t{obj.term} seq{obj.seq} at {obj.index}/t{obj.index_term}"
+                f"{span} commit {obj.commit_index})")
+    if isinstance(obj, PushResponse):
+        return (f"Push{obj.type.name}Resp(t{obj.term} {obj.code.name} seq{obj.seq} match {obj.match_index}"
+                f" end {obj.end_index} hint {obj.hint_index})")
+    return repr(obj)
+
+
+class Trace:
+    """The last `size` events as (time, step, node, what, payload)."""
+
+    def __init__(self, size: int = 400) -> None:
+        self._events: deque[tuple[float, int, str, str, Any]] = deque(maxlen=size)
+
+    def add(self, time: float, step: int, node: str, what: str, payload: Any = None) -> None:
+        self._events.append((time, step, node, what, payload))
+
+    def lines(self, last: int | None = None) -> list[str]:
+        events = list(self._events)[-last:] if last else list(self._events)
+        return [f"{t:10.3f} #{step:<7} {node:>4} {what}" + (f" {describe(p)}" if p is not None else "")
+                for t, step, node, what, p in events]
