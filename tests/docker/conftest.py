@@ -32,7 +32,7 @@ def node_image(docker_client: docker.DockerClient, request: pytest.FixtureReques
         return ensure_images(docker_client, log=lambda line: print(f"[image] {line}", flush=True))
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def node_serve() -> None:
     """Skips a test that runs the DLedger node until `nodes serve` exists."""
     if importlib.util.find_spec("nodes.serve") is None:
