@@ -15,39 +15,18 @@ from typing import Protocol
 
 from harness.generator import Mix, Op, pacing_delay, worker_rng
 from harness.history import History
-from nodes.logstore import Entry
+from nodes.client import AppendAck, DefiniteFailure, IndeterminateFailure, ReadResult
 from nodes.payload import payload_id
 
 
-class DefiniteFailure(Exception):
-    """The operation surely did not take effect."""
-
-
-class IndeterminateFailure(Exception):
-    """The operation may or may not have taken effect."""
-
-
-@dataclass(frozen=True)
-class Appended:
-    index: int
-    term: int
-    node: str
-
-
-@dataclass(frozen=True)
-class ReadResult:
-    entries: list[Entry]
-    commit_index: int
-    node: str
-
-
 class LogClient(Protocol):
-    """The client calls a worker makes; failures raise DefiniteFailure or IndeterminateFailure."""
+    """The calls a worker makes (`nodes.client.Client` has them); failures raise
+    `nodes.client.DefiniteFailure` or `IndeterminateFailure`."""
 
-    def append(self, body: bytes) -> Appended:
+    def append(self, body: bytes) -> AppendAck:
         ...
 
-    def read(self, first: int, last: int) -> ReadResult:
+    def get(self, first: int, last: int) -> ReadResult:
         ...
 
     def close(self) -> None:
@@ -109,12 +88,12 @@ class Worker:
         try:
             if op.f == "append":
                 done = client.append(op.body)
-                self.state.acknowledged(done.index)
-                h.complete(process, "ok", op.f, {**op.value, "log_index": done.index, "term": done.term},
-                           node=done.node)
+                self.state.acknowledged(done.first_index)
+                ack = {**op.value, "log_index": done.first_index, "term": done.term}
+                h.complete(process, "ok", op.f, ack, node=done.node)
             else:
                 first, last = op.value["from"], op.value["to"]
-                result = client.read(first, last)
+                result = client.get(first, last)
                 h.complete(process, "ok", op.f, read_value(first, last, result), node=result.node)
         except DefiniteFailure as e:
             h.complete(process, "fail", op.f, op.value, error=str(e) or type(e).__name__)

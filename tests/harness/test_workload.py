@@ -8,14 +8,8 @@ import threading
 
 from harness.generator import Mix
 from harness.history import History
-from harness.workload import (
-    Appended,
-    DefiniteFailure,
-    IndeterminateFailure,
-    ReadResult,
-    WorkloadState,
-    start_workers,
-)
+from harness.workload import WorkloadState, start_workers
+from nodes.client import AppendAck, DefiniteFailure, IndeterminateFailure, ReadResult
 from nodes.logstore import Entry
 
 
@@ -40,9 +34,9 @@ class ScriptedLog:
                 raise IndeterminateFailure("timeout")
             entry = Entry(len(self.entries), 1, body)
             self.entries.append(entry)
-            return Appended(entry.index, 1, "n1")
+            return AppendAck(entry.index, entry.index, 1, "n1")
 
-    def read(self, first, last):
+    def get(self, first, last):
         with self.lock:
             return ReadResult(self.entries[first:last + 1], len(self.entries) - 1, "n2")
 
