@@ -61,7 +61,7 @@ def _node_process(rate: int, size: int, seconds: float, me: str, partners: list[
         second = time.monotonic()
         for _ in range(rate):
             t = time.monotonic()
-            obj.test_method("%0*x" % (size, random.randrange(16 ** size)),
+            obj.test_method(f"{random.randrange(16 ** size):0{size}x}",
                             callback=lambda r, e, t=t: done(r, e, t))
             sent += 1
         spent = time.monotonic() - second

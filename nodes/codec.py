@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import operator
 import struct
 import types
 import typing
@@ -44,11 +45,13 @@ def _fixed_code(tp: Any) -> str | None:
 
 
 def _enum_decoder(tp: type[enum.IntEnum]) -> Callable[[int], Any]:
+    members = {m.value: m for m in tp}
+
     def convert(value: int) -> Any:
-        try:
-            return tp(value)
-        except ValueError as exc:
-            raise CodecError(f"{value} is not a valid {tp.__name__}") from exc
+        member = members.get(value)
+        if member is None:
+            raise CodecError(f"{value} is not a valid {tp.__name__}")
+        return member
     return convert
 
 
@@ -176,6 +179,8 @@ def _dataclass_codec(cls: type) -> tuple[Encoder, Decoder]:
         steps.append((_field_encoder(name, fenc), _field_decoder(fdec)))
     close_run()
     names = [n for n, _ in fields]
+    positional = not any(f.kw_only for f in dataclasses.fields(cls) if f.init)
+    make = cls
     encoders = [s[0] for s in steps]
     decoders = [s[1] for s in steps]
 
@@ -187,7 +192,7 @@ def _dataclass_codec(cls: type) -> tuple[Encoder, Decoder]:
         values: list[Any] = []
         for d in decoders:
             pos = d(data, pos, values)
-        return cls(**dict(zip(names, values, strict=True))), pos
+        return (make(*values) if positional else make(**dict(zip(names, values, strict=True)))), pos
     return enc, dec
 
 
@@ -233,9 +238,10 @@ def _run_step(run: list[tuple[str, Any]]) -> tuple[Encoder, Any]:
 
 
 def _attrgetter(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
-    def get(value: Any) -> tuple[Any, ...]:
-        return tuple(getattr(value, n) for n in names)
-    return get
+    if len(names) > 1:
+        return operator.attrgetter(*names)
+    single = operator.attrgetter(names[0])
+    return lambda value: (single(value),)
 
 
 _CACHE: dict[Any, tuple[Encoder, Decoder]] = {}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -58,6 +58,15 @@ class ServerConfig:
     listen_host: str = "0.0.0.0"
     data_segment_size: int = DEFAULT_DATA_SEGMENT
     index_segment_size: int = DEFAULT_INDEX_SEGMENT
+
+
+@dataclass(frozen=True, slots=True)
+class _Waiter:
+    """A client request waiting for the core's answer."""
+
+    conn: _Connection
+    request_id: int
+    count: int = 1
 
 
 class _Connection(asyncio.Protocol):
@@ -146,7 +155,9 @@ class NodeServer:
         self.links = {peer: PeerLink(config.node, config.group, peer, addr, self.codec)
                       for peer, addr in config.peers.items() if peer != config.node}
         self.connections: set[_Connection] = set()
-        self._pending: dict[int, tuple[_Connection, int]] = {}
+        self._pending: dict[int, list[_Waiter]] = {}
+        self._batch: list[_Waiter] = []  # appends of this loop turn, handed to the core together
+        self._batch_bodies: list[bytes] = []
         self._next_request = 1
         self._drive_scheduled = False
         self._flushing = False
@@ -240,17 +251,22 @@ class NodeServer:
             return
         self.core.receive(conn.peer, message, self.clock.now_ms())
 
-    def _token(self, conn: _Connection, request_id: int) -> int:
+    def _token(self, waiters: list[_Waiter]) -> int:
         token = self._next_request
         self._next_request += 1
-        self._pending[token] = (conn, request_id)
+        self._pending[token] = waiters
         return token
 
     def _on_metadata(self, conn: _Connection, request_id: int, _req: MetadataRequest) -> None:
         conn.reply(request_id, self.core.metadata())
 
     def _on_append(self, conn: _Connection, request_id: int, req: AppendRequest) -> None:
-        self.core.client_append(self._token(conn, request_id), req.bodies, self.clock.now_ms())
+        if not req.bodies:
+            conn.reply(request_id, ErrorResponse(m.ResponseCode.UNEXPECTED_ARGUMENT, self.core.leader,
+                                                 "an append needs at least one body"))
+            return
+        self._batch.append(_Waiter(conn, request_id, len(req.bodies)))
+        self._batch_bodies.extend(req.bodies)
 
     def _on_get(self, conn: _Connection, request_id: int, req: GetRequest) -> None:
         try:
@@ -265,10 +281,11 @@ class NodeServer:
                 f"range {req.first}..{req.last}: need 0 <= first <= last, at most {MAX_READ_ENTRIES} "
                 "entries"))
             return
-        self.core.client_read(self._token(conn, request_id), req.first, req.last, mode, self.clock.now_ms())
+        token = self._token([_Waiter(conn, request_id)])
+        self.core.client_read(token, req.first, req.last, mode, self.clock.now_ms())
 
     def _on_transfer(self, conn: _Connection, request_id: int, req: LeadershipTransferRequest) -> None:
-        self.core.client_transfer(self._token(conn, request_id), req.to, self.clock.now_ms())
+        self.core.client_transfer(self._token([_Waiter(conn, request_id)]), req.to, self.clock.now_ms())
 
     _client_handlers: ClassVar[dict[type, Any]] = {
         MetadataRequest: _on_metadata, AppendRequest: _on_append,
@@ -285,6 +302,12 @@ class NodeServer:
 
     def _drive(self) -> None:
         self._drive_scheduled = False
+        if self._batch:
+            # One core call for all appends of this turn: one replication round carries them all.
+            token = self._token(self._batch)
+            bodies = self._batch_bodies
+            self._batch, self._batch_bodies = [], []
+            self.core.client_append(token, bodies, self.clock.now_ms())
         ready = self.core.ready()
         self._carry_out(ready)
         store = self.store
@@ -310,9 +333,18 @@ class NodeServer:
             self.links[peer].send(message)
         pending = self._pending
         for token, response in ready.completions:
-            target = pending.pop(token, None)
-            if target is not None:
-                target[0].reply(target[1], response)
+            waiters = pending.pop(token, ())
+            if len(waiters) == 1:
+                waiters[0].conn.reply(waiters[0].request_id, response)
+                continue
+            first = response.first_index
+            for w in waiters:  # a batch of appends: each request gets its own slice of the indexes
+                if first >= 0:
+                    mine = replace(response, first_index=first, last_index=first + w.count - 1)
+                    w.conn.reply(w.request_id, mine)
+                    first += w.count
+                else:
+                    w.conn.reply(w.request_id, response)
         for change in ready.role_changes:
             log.info("role %s in term %d, leader %s", change.role.value, change.term, change.leader)
             self.events.role(change.term, change.role.value, change.leader)
