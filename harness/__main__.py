@@ -1,6 +1,7 @@
 """`python -m harness COMMAND`: build images, run chaos tests against containers, clean up."""
 
 import sys
+import traceback
 
 from harness.errors import HarnessError
 from nodes.cliparse import EXIT_INTERNAL, run_subcommands
@@ -8,6 +9,7 @@ from nodes.cliparse import EXIT_INTERNAL, run_subcommands
 COMMANDS = {
     "image": "harness.image",
     "clean": "harness.clean",
+    "run": "harness.run",
 }
 
 
@@ -16,6 +18,10 @@ def main() -> int:
         return run_subcommands("python -m harness", __doc__ or "", COMMANDS)
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)
+        return EXIT_INTERNAL
+    except Exception:
+        traceback.print_exc()
+        print("internal error: the traceback above is a harness bug; please report it", file=sys.stderr)
         return EXIT_INTERNAL
 
 
