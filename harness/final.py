@@ -7,12 +7,15 @@ committed entries, no redirect), in chunks, into `final/<node>.jsonl` as
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.errors import HarnessError
+from harness.wait import wait_for
 from nodes.client import Client, ClientError
 from nodes.payload import payload_id
 
@@ -42,23 +45,34 @@ def commit_index_of(client: Client, node: str, timeout: float = 2.0) -> int | No
         return None
 
 
+def observe(client: Client, names: list[str], started: float) -> CatchUp:
+    """One look: the leader's confirmed commit index and the nodes whose own commit index is behind."""
+    try:
+        confirmed = client.get(0, 0, mode="read-index", timeout=2.0)
+    except ClientError as e:
+        log.info("no leader confirmed yet: %s", e)
+        return CatchUp(None, -1, {n: -1 for n in names}, time.monotonic() - started)
+    indexes = {n: commit_index_of(client, n) for n in names}
+    target = confirmed.commit_index
+    lagging = {n: -1 if i is None else i for n, i in indexes.items() if i is None or i < target}
+    return CatchUp(confirmed.node, confirmed.commit_index, lagging, time.monotonic() - started)
+
+
 def wait_for_catch_up(client: Client, names: list[str], timeout: float) -> CatchUp:
-    """Until `timeout`: a leader answers a linearizable read and every node's commit index reaches its."""
+    """Until `timeout`: a leader answers a linearizable read and every node's commit index reaches its.
+
+    Returns the last observation either way; the run records it and goes on to the final reads.
+    """
     started = time.monotonic()
-    deadline = started + timeout
-    leader, target, lagging = None, -1, {n: -1 for n in names}
-    while True:
-        try:
-            confirmed = client.get(0, 0, mode="read-index", timeout=2.0)
-            leader, target = confirmed.node, confirmed.commit_index
-            indexes = {n: commit_index_of(client, n) for n in names}
-            lagging = {n: (-1 if i is None else i) for n, i in indexes.items() if i is None or i < target}
-        except ClientError as e:
-            log.info("no leader confirmed yet: %s", e)
-            leader = None
-        if (leader is not None and not lagging) or time.monotonic() >= deadline:
-            return CatchUp(leader, target, lagging, time.monotonic() - started)
-        time.sleep(0.2)
+    last = [CatchUp(None, -1, {n: -1 for n in names}, 0.0)]
+
+    def caught_up() -> bool:
+        last[0] = observe(client, names, started)
+        return last[0].complete
+
+    with contextlib.suppress(HarnessError):
+        wait_for(caught_up, timeout, "catch-up", interval=0.2)
+    return last[0]
 
 
 def read_final_log(client: Client, node: str, path: Path, timeout: float = 5.0) -> int:
