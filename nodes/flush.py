@@ -19,29 +19,50 @@ log = logging.getLogger(__name__)
 class Flusher:
     """Runs one flush at a time and remembers the highest index it made durable.
 
-    `lock` is held during a flush; the store also holds it for anything that must not run
-    beside one (truncation, deleting files, closing).
+    Waiters sleep on a condition, not on the flush itself: when a flush ends, every waiter
+    it covered returns at once, and one uncovered waiter starts the next flush for all the
+    appends made meanwhile. `lock` is held while `flush_once` runs; the store also holds
+    it for anything that must not run beside a flush (truncation, deleting files, closing).
     """
 
     def __init__(self, flush_once: Callable[[], int], flushed_index: int = -1) -> None:
         self._flush_once = flush_once
         self.lock = threading.RLock()
         self.flushed_index = flushed_index
+        self._cond = threading.Condition()
+        self._flushing = False
 
     def flush(self) -> int:
         """Flush everything appended so far; return the durable index. Blocks."""
-        with self.lock:
-            self.flushed_index = self._flush_once()
+        with self._cond:
+            while self._flushing:
+                self._cond.wait()
+            self._run_flush()
             return self.flushed_index
 
     def sync_to(self, index: int) -> int:
-        """Return once `index` is durable, flushing unless a concurrent flush covered it."""
+        """Return once `index` is durable, flushing only if no running flush covers it."""
         if self.flushed_index >= index:
             return self.flushed_index
-        with self.lock:
-            if self.flushed_index < index:
-                self.flush()
+        with self._cond:
+            while self.flushed_index < index:
+                if self._flushing:
+                    self._cond.wait()
+                else:
+                    self._run_flush()
             return self.flushed_index
+
+    def _run_flush(self) -> None:
+        """Flush with the condition released; the caller holds it."""
+        self._flushing = True
+        self._cond.release()
+        try:
+            with self.lock:
+                self.flushed_index = self._flush_once()
+        finally:
+            self._cond.acquire()
+            self._flushing = False
+            self._cond.notify_all()
 
 
 class Ticker:

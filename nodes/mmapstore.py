@@ -39,6 +39,7 @@ from nodes.entrycodec import (
     MAGIC_BLANK,
     chain_crc,
 )
+from nodes.entryscan import ENTRY_MAGICS
 from nodes.flush import Flusher, Ticker
 from nodes.logstore import MAGIC_NORMAL, DiskFullError, Entry, StoreError
 from nodes.recovery import LogState, RecoveryReport, recover
@@ -84,6 +85,7 @@ class MmapStore:
         self._end_chain = state.end_chain
         self._write_pos = state.write_pos
         self._synced_pos = state.write_pos
+        self._index_synced = state.end_index
         self._committed = -1
         self._closed = False
         self._disk_full = False
@@ -340,6 +342,7 @@ class MmapStore:
             self._end_index, self._write_pos = index, new_pos
             self._synced_pos = min(self._synced_pos, new_pos)
             self._flusher.flushed_index = min(self._flusher.flushed_index, index)
+            self._index_synced = min(self._index_synced, index)
             self._data.flush(new_pos, min(old_pos, seg.end))
             self._index.flush(ioff, iseg.end)
 
@@ -353,15 +356,28 @@ class MmapStore:
     # -- durability -------------------------------------------------------------------------
 
     def _flush_once(self) -> int:
+        """fdatasync the data written since the last flush, and the index when it holds
+        unsynced slots of entries before the last data file. Slots of entries in the last
+        file need no fsync: recovery walks that file and rebuilds them from the data."""
         with self._lock:
             if self._closed:
                 return self._flusher.flushed_index
             end, wpos, start = self._end_index, self._write_pos, self._synced_pos
-            istart = (max(self._flusher.flushed_index, self._begin_index - 1) + 1) * INDEX_SIZE
+            islot = max(self._index_synced, self._begin_index - 1) + 1
+            index_due = islot < self._last_file_first_index()
         self._data.flush(start, wpos)
-        self._index.flush(istart, (end + 1) * INDEX_SIZE)
         self._synced_pos = wpos
+        if index_due:
+            self._index.flush(islot * INDEX_SIZE, (end + 1) * INDEX_SIZE)
+            self._index_synced = end
         return end
+
+    def _last_file_first_index(self) -> int:
+        """Index of the first entry in the last data file (end + 1 if it holds none)."""
+        if not self._data.segments:
+            return self._end_index + 1
+        head = HEADER.unpack_from(self._data.segments[-1].mm, 0)
+        return head[2] if head[0] in ENTRY_MAGICS else self._end_index + 1
 
     def flush(self) -> int:
         """Make everything appended durable; return the flushed index. Blocks."""
@@ -421,7 +437,8 @@ class MmapStore:
         for ticker in self._tickers:
             ticker.stop()
         with self._flusher.lock:
-            self._flusher.flush()
+            self._flush_once()
+            self._index.flush(0, (self._end_index + 1) * INDEX_SIZE)
             with self._lock:
                 self._closed = True
                 self._data.close()

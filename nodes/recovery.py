@@ -148,6 +148,9 @@ def recover(data: SegmentList, index: SegmentList) -> tuple[LogState, RecoveryRe
         state.write_pos = scan.stop.pos if scan.stop else state.write_pos
     if state.end_index < 0:
         state.begin_index = -1
+    if report.index_slots_rebuilt or report.notes:
+        data.flush(data.first_offset, data.end_offset)
+        index.flush(index.first_offset, index.end_offset)
     return state, report
 
 

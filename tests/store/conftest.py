@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from storefiles import DATA_SEGMENT, INDEX_SEGMENT
+from storefiles import DATA_SEGMENT, INDEX_SEGMENT, scratch_dir
 
 from nodes.mmapstore import MmapStore
 
@@ -14,7 +15,15 @@ OpenStore = Callable[..., MmapStore]
 
 
 @pytest.fixture
-def open_store(tmp_path: Path) -> Iterator[OpenStore]:
+def store_dir() -> Iterator[Path]:
+    """Where a test's store lives (on tmpfs when available); removed afterwards."""
+    root = scratch_dir()
+    yield root / "store"
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def open_store(store_dir: Path) -> Iterator[OpenStore]:
     """Open small-segment stores (sync flush: no background thread) and close them after."""
     opened: list[MmapStore] = []
 
@@ -22,7 +31,7 @@ def open_store(tmp_path: Path) -> Iterator[OpenStore]:
         options: dict = {"data_segment_size": DATA_SEGMENT, "index_segment_size": INDEX_SEGMENT,
                          "flush": "sync"}
         options.update(kwargs)
-        store = MmapStore(directory or tmp_path / "store", **options)
+        store = MmapStore(directory or store_dir, **options)
         opened.append(store)
         return store
 

@@ -16,12 +16,13 @@ from nodes.payload import encode_payload
 
 
 @pytest.fixture
-def store_dir(open_store, tmp_path: Path) -> Path:
+def filled(open_store, store_dir: Path) -> Path:
+    """A closed store of a no-op and 59 client entries."""
     store = open_store()
     store.append_leader(1, b"", MAGIC_NOOP)
     store.append_many(2, [encode_payload(f"p1-{i}", 40) for i in range(59)])
     store.close()
-    return tmp_path / "store"
+    return store_dir
 
 
 def read_file(*args: str) -> subprocess.CompletedProcess[str]:
@@ -29,42 +30,42 @@ def read_file(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=60, check=False)
 
 
-def test_read_entries_returns_what_was_appended_and_changes_nothing(store_dir: Path) -> None:
-    before = digest(store_dir)
-    entries = list(read_entries(store_dir))
+def test_read_entries_returns_what_was_appended_and_changes_nothing(filled: Path) -> None:
+    before = digest(filled)
+    entries = list(read_entries(filled))
     assert [(e.index, e.term) for e in entries] == [(0, 1)] + [(i, 2) for i in range(1, 60)]
     assert entries[0].magic == MAGIC_NOOP and entries[5].body == encode_payload("p1-4", 40)
     assert all(e.body_crc_ok and e.chain_crc_ok for e in entries)
     assert entries[1].pos == entries[0].pos + entries[0].size
-    assert list(read_entries(store_dir / "data")) == entries
-    assert digest(store_dir) == before
+    assert list(read_entries(filled / "data")) == entries
+    assert digest(filled) == before
 
 
-def test_a_torn_copy_reports_its_bad_tail_without_raising(store_dir: Path) -> None:
-    entries = list(read_entries(store_dir))
+def test_a_torn_copy_reports_its_bad_tail_without_raising(filled: Path) -> None:
+    entries = list(read_entries(filled))
     victim, torn = entries[20], entries[-1]
-    path = store_dir / "data" / f"{victim.pos - victim.pos % DATA_SEGMENT:020d}"
+    path = filled / "data" / f"{victim.pos - victim.pos % DATA_SEGMENT:020d}"
     content = bytearray(path.read_bytes())
     content[victim.pos % DATA_SEGMENT + victim.size - 1] ^= 0x10
     path.write_bytes(bytes(content))
-    last = store_dir / "data" / f"{torn.pos - torn.pos % DATA_SEGMENT:020d}"
+    last = filled / "data" / f"{torn.pos - torn.pos % DATA_SEGMENT:020d}"
     last.write_bytes(last.read_bytes()[:torn.pos % DATA_SEGMENT + 30])
-    before = digest(store_dir)
-    scan = scan_store(store_dir)
+    before = digest(filled)
+    scan = scan_store(filled)
     seen = list(scan)
     assert [e.index for e in seen] == list(range(59))
     assert [e.index for e in seen if not e.body_crc_ok] == [20]
     assert all(e.chain_crc_ok for e in seen)
     assert scan.stop is not None and not scan.stop.clean and "cut short" in scan.stop.reason
     assert scan.stop.pos == torn.pos
-    assert digest(store_dir) == before
-    result = read_file("--dir", str(store_dir))
+    assert digest(filled) == before
+    result = read_file("--dir", str(filled))
     assert result.returncode == 1
     assert "DAMAGED" in result.stdout and "1 failing a CRC" in result.stdout
 
 
-def test_read_file_prints_entries_and_a_summary(store_dir: Path) -> None:
-    result = read_file("--dir", str(store_dir))
+def test_read_file_prints_entries_and_a_summary(filled: Path) -> None:
+    result = read_file("--dir", str(filled))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert len(lines) == 62
@@ -72,16 +73,16 @@ def test_read_file_prints_entries_and_a_summary(store_dir: Path) -> None:
     assert "p1-3" in lines[5] and " ok " in lines[5]
 
 
-def test_read_file_json_and_single_index(store_dir: Path) -> None:
-    result = read_file("--dir", str(store_dir), "--index", "7", "--json")
+def test_read_file_json_and_single_index(filled: Path) -> None:
+    result = read_file("--dir", str(filled), "--index", "7", "--json")
     assert result.returncode == 0, result.stderr
     entry, summary = (json.loads(line) for line in result.stdout.splitlines())
     assert entry["index"] == 7 and entry["id"] == "p1-6" and entry["body_crc_ok"] is True
     assert summary["summary"]["entries"] == 60 and summary["summary"]["tail_clean"] is True
 
 
-def test_read_file_missing_index_and_bad_directory(store_dir: Path, tmp_path: Path) -> None:
-    missing = read_file("--dir", str(store_dir), "--index", "500")
+def test_read_file_missing_index_and_bad_directory(filled: Path, tmp_path: Path) -> None:
+    missing = read_file("--dir", str(filled), "--index", "500")
     assert missing.returncode == 1 and "index 500 is not in the store" in missing.stderr
     bad = read_file("--dir", str(tmp_path / "nowhere"))
     assert bad.returncode == 254 and "not a directory" in bad.stderr

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
-from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from storefiles import scratch_dir
 
 from nodes.logstore import MAGIC_NOOP, MAGIC_NORMAL, Entry, StoreError
 from nodes.mmapstore import MmapStore
@@ -21,7 +20,7 @@ class StoreVersusModel(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.directory = Path(tempfile.mkdtemp(prefix="store-model-"))
+        self.directory = scratch_dir()
         self.abandoned: list[MmapStore] = []
         self.store = self._open()
         self.model: list[Entry] = []

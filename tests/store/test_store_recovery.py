@@ -45,8 +45,8 @@ def reopen_and_check(open_store, directory: Path, written: list[Entry], keep: in
 
 
 @pytest.mark.parametrize("mode", ["zero-rest", "short-file"])
-def test_torn_write_at_every_byte_of_the_last_entries(open_store, tmp_path: Path, mode: str) -> None:
-    directory = tmp_path / "store"
+def test_torn_write_at_every_byte_of_the_last_entries(open_store, store_dir: Path, mode: str) -> None:
+    directory = store_dir
     _, written = build(open_store, 40)
     pristine = snapshot(directory)
     on_disk = list(read_entries(directory))
@@ -67,8 +67,8 @@ def test_torn_write_at_every_byte_of_the_last_entries(open_store, tmp_path: Path
             assert store.recovery.cut_pos is None, cut
 
 
-def test_lost_blank_record_of_the_previous_file_cuts_there(open_store, tmp_path: Path) -> None:
-    directory = tmp_path / "store"
+def test_lost_blank_record_of_the_previous_file_cuts_there(open_store, store_dir: Path) -> None:
+    directory = store_dir
     store = open_store()
     written = []
     while True:
@@ -90,9 +90,9 @@ def test_lost_blank_record_of_the_previous_file_cuts_there(open_store, tmp_path:
 
 
 @pytest.mark.parametrize("which", [-1, -2, -3])
-def test_bit_flip_anywhere_in_a_tail_entry_cuts_exactly_there(open_store, tmp_path: Path,
+def test_bit_flip_anywhere_in_a_tail_entry_cuts_exactly_there(open_store, store_dir: Path,
                                                              which: int) -> None:
-    directory = tmp_path / "store"
+    directory = store_dir
     _, written = build(open_store, 40)
     pristine = snapshot(directory)
     target = list(read_entries(directory))[which]
@@ -126,8 +126,8 @@ def _patch_header(directory: Path, entry, **fields: int) -> None:
     ({"term": 0}, "below the previous term"),
     ({"pos": 12}, "pos field"),
 ])
-def test_impossible_headers_are_cut_with_a_reason(open_store, tmp_path: Path, fields, reason) -> None:
-    directory = tmp_path / "store"
+def test_impossible_headers_are_cut_with_a_reason(open_store, store_dir: Path, fields, reason) -> None:
+    directory = store_dir
     _, written = build(open_store, 30)
     last = list(read_entries(directory))[-1]
     _patch_header(directory, last, **fields)
@@ -136,8 +136,8 @@ def test_impossible_headers_are_cut_with_a_reason(open_store, tmp_path: Path, fi
     assert store.recovery.cut_pos == last.pos
 
 
-def test_damage_one_file_back_cuts_and_drops_the_last_file(open_store, tmp_path: Path) -> None:
-    directory = tmp_path / "store"
+def test_damage_one_file_back_cuts_and_drops_the_last_file(open_store, store_dir: Path) -> None:
+    directory = store_dir
     _, written = build(open_store, 60)
     on_disk = list(read_entries(directory))
     files = sorted({data_file(e.pos) for e in on_disk})
@@ -151,8 +151,8 @@ def test_damage_one_file_back_cuts_and_drops_the_last_file(open_store, tmp_path:
     assert files[-1] in store.recovery.removed_files
 
 
-def test_damage_far_from_the_end_refuses_to_open_and_changes_nothing(open_store, tmp_path: Path) -> None:
-    directory = tmp_path / "store"
+def test_damage_far_from_the_end_refuses_to_open_and_changes_nothing(open_store, store_dir: Path) -> None:
+    directory = store_dir
     build(open_store, 120)
     on_disk = list(read_entries(directory))
     files = sorted({data_file(e.pos) for e in on_disk})
@@ -164,8 +164,8 @@ def test_damage_far_from_the_end_refuses_to_open_and_changes_nothing(open_store,
     assert digest(directory) == before
 
 
-def test_damage_in_files_recovery_does_not_walk_is_caught_on_read(open_store, tmp_path: Path) -> None:
-    directory = tmp_path / "store"
+def test_damage_in_files_recovery_does_not_walk_is_caught_on_read(open_store, store_dir: Path) -> None:
+    directory = store_dir
     _, written = build(open_store, 120)
     victim = list(read_entries(directory))[3]
     path = directory / data_file(victim.pos)
@@ -181,8 +181,8 @@ def test_damage_in_files_recovery_does_not_walk_is_caught_on_read(open_store, tm
     assert store.get_range(4, 119) == written[4:]
 
 
-def test_non_last_data_file_of_wrong_length_refuses(open_store, tmp_path: Path) -> None:
-    directory = tmp_path / "store"
+def test_non_last_data_file_of_wrong_length_refuses(open_store, store_dir: Path) -> None:
+    directory = store_dir
     build(open_store, 60)
     first = directory / "data" / ("0" * 20)
     first.write_bytes(first.read_bytes()[:500])
@@ -192,22 +192,22 @@ def test_non_last_data_file_of_wrong_length_refuses(open_store, tmp_path: Path) 
     assert digest(directory) == before
 
 
-def test_opening_with_another_segment_size_names_the_mismatch(open_store, tmp_path: Path) -> None:
+def test_opening_with_another_segment_size_names_the_mismatch(open_store, store_dir: Path) -> None:
     build(open_store, 60)
     with pytest.raises(CorruptStoreError, match="segment size it was created with"):
-        open_store(tmp_path / "store", data_segment_size=2 * DATA_SEGMENT)
+        open_store(store_dir, data_segment_size=2 * DATA_SEGMENT)
 
 
-def test_missing_data_file_in_the_middle_refuses(open_store, tmp_path: Path) -> None:
-    directory = tmp_path / "store"
+def test_missing_data_file_in_the_middle_refuses(open_store, store_dir: Path) -> None:
+    directory = store_dir
     build(open_store, 60)
     (directory / "data" / f"{DATA_SEGMENT:020d}").unlink()
     with pytest.raises(CorruptStoreError, match=f"{DATA_SEGMENT:020d} is missing"):
         open_store(directory)
 
 
-def test_missing_index_file_is_rebuilt_from_the_data(open_store, tmp_path: Path) -> None:
-    directory = tmp_path / "store"
+def test_missing_index_file_is_rebuilt_from_the_data(open_store, store_dir: Path) -> None:
+    directory = store_dir
     _, written = build(open_store, 60)
     (directory / "index" / f"{INDEX_SEGMENT:020d}").unlink()
     store = open_store(directory)
@@ -215,8 +215,8 @@ def test_missing_index_file_is_rebuilt_from_the_data(open_store, tmp_path: Path)
     assert store.get_range(0, 100) == written
 
 
-def test_missing_index_folder_is_rebuilt_from_the_data(open_store, tmp_path: Path) -> None:
-    directory = tmp_path / "store"
+def test_missing_index_folder_is_rebuilt_from_the_data(open_store, store_dir: Path) -> None:
+    directory = store_dir
     _, written = build(open_store, 60)
     for p in (directory / "index").iterdir():
         p.unlink()
@@ -225,8 +225,8 @@ def test_missing_index_folder_is_rebuilt_from_the_data(open_store, tmp_path: Pat
     assert store.get_range(0, 100) == written
 
 
-def test_index_file_of_wrong_length_is_replaced(open_store, tmp_path: Path) -> None:
-    directory = tmp_path / "store"
+def test_index_file_of_wrong_length_is_replaced(open_store, store_dir: Path) -> None:
+    directory = store_dir
     _, written = build(open_store, 60)
     (directory / "index" / f"{INDEX_SEGMENT:020d}").write_bytes(b"junk")
     store = open_store(directory)
@@ -234,8 +234,8 @@ def test_index_file_of_wrong_length_is_replaced(open_store, tmp_path: Path) -> N
     assert store.get_range(0, 100) == written
 
 
-def test_wrong_index_slot_near_the_end_is_repaired(open_store, tmp_path: Path) -> None:
-    directory = tmp_path / "store"
+def test_wrong_index_slot_near_the_end_is_repaired(open_store, store_dir: Path) -> None:
+    directory = store_dir
     _, written = build(open_store, 60)
     last_index_file = sorted((directory / "index").iterdir())[-1]
     content = bytearray(last_index_file.read_bytes())
@@ -245,8 +245,8 @@ def test_wrong_index_slot_near_the_end_is_repaired(open_store, tmp_path: Path) -
     assert store.recovery.index_slots_rebuilt == 1 and store.get(59) == written[59]
 
 
-def test_index_slots_past_the_end_are_cleared_with_a_cut(open_store, tmp_path: Path) -> None:
-    directory = tmp_path / "store"
+def test_index_slots_past_the_end_are_cleared_with_a_cut(open_store, store_dir: Path) -> None:
+    directory = store_dir
     _, written = build(open_store, 30)
     last = list(read_entries(directory))[-3]
     _patch_header(directory, last, magic=9)

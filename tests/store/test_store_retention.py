@@ -52,8 +52,8 @@ def first_index_of_file(store: MmapStore, name: str) -> int:
     return next(e.index for e in read_entries(store.directory) if e.pos >= int(name))
 
 
-def test_expired_files_before_the_committed_one_are_deleted(open_store, tmp_path: Path) -> None:
-    directory = tmp_path / "store"
+def test_expired_files_before_the_committed_one_are_deleted(open_store, store_dir: Path) -> None:
+    directory = store_dir
     store = make(open_store, FakeDisk(0.1))
     names = data_names(directory)
     committed_file = names[4]
@@ -75,22 +75,22 @@ def test_expired_files_before_the_committed_one_are_deleted(open_store, tmp_path
     assert min(int(p.name) for p in (directory / "index").iterdir()) <= begin * 32
 
 
-def test_young_files_stay_while_disk_is_fine(open_store, tmp_path: Path) -> None:
+def test_young_files_stay_while_disk_is_fine(open_store, store_dir: Path) -> None:
     store = make(open_store, FakeDisk(0.5))
     store.set_committed(store.end_index)
-    age_all(tmp_path / "store", 10)
+    age_all(store_dir, 10)
     assert store.clean(now=NOW) == []
 
 
-def test_nothing_is_deleted_without_a_committed_index(open_store, tmp_path: Path) -> None:
+def test_nothing_is_deleted_without_a_committed_index(open_store, store_dir: Path) -> None:
     store = make(open_store, FakeDisk(0.1, 0.99))
-    age_all(tmp_path / "store", 100)
+    age_all(store_dir, 100)
     assert store.clean(now=NOW) == []
     assert store.begin_index == 0
 
 
-def test_force_clean_deletes_young_files_until_below_the_ratio(open_store, tmp_path: Path) -> None:
-    directory = tmp_path / "store"
+def test_force_clean_deletes_young_files_until_below_the_ratio(open_store, store_dir: Path) -> None:
+    directory = store_dir
     store = make(open_store, FakeDisk(0.1))
     names = data_names(directory)
     store.set_committed(store.end_index)

@@ -15,10 +15,10 @@ def fill(store: MmapStore, count: int, term: int = 1) -> list[Entry]:
     return [store.append_leader(term + i // 40, body_for(i)) for i in range(count)]
 
 
-def test_round_trip_across_many_segments(open_store, tmp_path: Path) -> None:
+def test_round_trip_across_many_segments(open_store, store_dir: Path) -> None:
     store = open_store()
     written = fill(store, 300)
-    assert len(list((tmp_path / "store" / "data").iterdir())) > 10
+    assert len(list((store_dir / "data").iterdir())) > 10
     assert (store.begin_index, store.end_index, store.end_term) == (0, 299, 8)
     assert [store.get(i) for i in range(300)] == written
     assert store.get_range(-5, 1000) == written
@@ -26,12 +26,12 @@ def test_round_trip_across_many_segments(open_store, tmp_path: Path) -> None:
     assert [store.term_at(i) for i in (-1, 0, 39, 40, 299)] == [-1, 1, 1, 2, 8]
 
 
-def test_files_are_named_by_their_20_digit_offsets(open_store, tmp_path: Path) -> None:
+def test_files_are_named_by_their_20_digit_offsets(open_store, store_dir: Path) -> None:
     fill(open_store(), 100)
-    names = sorted(p.name for p in (tmp_path / "store" / "data").iterdir())
+    names = sorted(p.name for p in (store_dir / "data").iterdir())
     assert names[:2] == ["0" * 20, f"{DATA_SEGMENT:020d}"]
-    assert all(p.stat().st_size == DATA_SEGMENT for p in (tmp_path / "store" / "data").iterdir())
-    assert sorted(p.name for p in (tmp_path / "store" / "index").iterdir())[:2] == ["0" * 20, f"{320:020d}"]
+    assert all(p.stat().st_size == DATA_SEGMENT for p in (store_dir / "data").iterdir())
+    assert sorted(p.name for p in (store_dir / "index").iterdir())[:2] == ["0" * 20, f"{320:020d}"]
 
 
 def test_batch_append_assigns_consecutive_indexes(open_store) -> None:
@@ -43,7 +43,7 @@ def test_batch_append_assigns_consecutive_indexes(open_store) -> None:
         (0, 1, b"a"), (1, 2, b"b"), (2, 2, b"c"), (3, 2, b"d")]
 
 
-def test_noop_magic_and_channel_survive_reopen(open_store, tmp_path: Path) -> None:
+def test_noop_magic_and_channel_survive_reopen(open_store) -> None:
     store = open_store()
     store.append_leader(3, b"", MAGIC_NOOP)
     store.append([Entry(1, 3, b"x", channel=7)])
