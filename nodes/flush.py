@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ class Flusher:
         self._flushing = True
         self._cond.release()
         try:
+            time.sleep(0)  # yield the GIL once: appenders the last flush released join this one
             with self.lock:
                 self.flushed_index = self._flush_once()
         finally:

@@ -163,9 +163,10 @@ class SegmentList:
 
     def flush(self, start: int, stop: int) -> None:
         """Make the absolute range `start .. stop` durable, and new or deleted file names."""
-        for seg in list(self.segments):
-            if seg.end > start and seg.offset < stop:
-                seg.sync()
+        if stop > start:
+            for seg in list(self.segments):
+                if seg.end > start and seg.offset < stop:
+                    seg.sync()
         if self.created_since_sync:
             self.created_since_sync = False
             fsync_dir(self.directory)
