@@ -12,8 +12,9 @@ history must tell apart:
   request was sent, the connection broke mid-call, the leader answered
   WAIT_QUORUM_ACK_TIMEOUT). The harness records `info`.
 
-While the outcome is still definite (nothing sent, or a definite refusal) the client keeps
-looking for the leader until the deadline, following NOT_LEADER redirects. A `Client` is not
+The client finds the leader through METADATA and remembers it. While the outcome is still
+definite (nothing sent, or a definite refusal) it keeps looking for the leader until the
+deadline, following NOT_LEADER redirects. A `Client` is not
 thread-safe: give each worker thread its own.
 """
 
@@ -87,6 +88,10 @@ class _Unsent(Exception):
     """The request never left (connect or send failed): its outcome is definite."""
 
 
+class _NoTime(_Unsent):
+    """The deadline passed before the request could be sent."""
+
+
 class _Lost(Exception):
     """The request was sent but no answer came back."""
 
@@ -106,7 +111,7 @@ class _Connection:
         """Send `request`, return the decoded reply; _Unsent or _Lost on failure."""
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise _Unsent("deadline passed before sending")
+            raise _NoTime("deadline passed before sending")
         type_id, payload = self._codec.encode(request)
         request_id = self._next_id
         self._next_id = (self._next_id + 1) & 0xFFFFFFFF or 1
@@ -274,6 +279,24 @@ class Client:
         self._expect(reply, kind, node)
         return reply
 
+    def _discover(self, deadline: float, errors: dict[str, str]) -> None:
+        """Learn the leader through METADATA from the first node that knows one.
+
+        Each node gets a share of the call's time, so one paused node cannot use all of it.
+        """
+        share = self.timeout / (len(self.peers) + 1)
+        for node in self._order():
+            try:
+                reply = self._conn(node).call(MetadataRequest(self.group),
+                                              min(deadline, time.monotonic() + share))
+            except (_Unsent, _Lost) as exc:
+                if not isinstance(exc, _NoTime):
+                    errors[node] = str(exc)
+                continue
+            if isinstance(reply, MetadataResponse) and reply.leader in self.peers:
+                self.leader = reply.leader
+                return
+
     def _leader_call(self, request: Any, kind: type, deadline: float, idempotent: bool) -> tuple[str, Any]:
         """Send to the leader, following redirects and retrying while the outcome stays definite.
 
@@ -284,6 +307,8 @@ class Client:
         answered = False
         redirects = 0
         while True:
+            if self.leader is None:
+                self._discover(deadline, errors)
             for node in self._order():
                 target: str | None = node
                 while target is not None and time.monotonic() < deadline:
@@ -294,7 +319,8 @@ class Client:
                             self.leader = None
                         if isinstance(exc, _Lost) and not idempotent:
                             raise IndeterminateFailure(str(exc), Code.TIMEOUT) from exc
-                        errors[target] = str(exc)
+                        if not isinstance(exc, _NoTime):
+                            errors[target] = str(exc)
                         break
                     answered = True
                     self._expect(reply, kind, target)

@@ -179,11 +179,15 @@ class NodeServer:
         for link in self.links.values():
             link.start()
         ticker = loop.create_task(self._tick_loop(stop), name="tick")
+        stopped = loop.create_task(stop.wait(), name="stop")
         self._drive()
-        await stop.wait()
-        ticker.cancel()
-        await asyncio.gather(ticker, return_exceptions=True)
+        await asyncio.wait([ticker, stopped], return_when=asyncio.FIRST_COMPLETED)
+        for task in (ticker, stopped):
+            task.cancel()
+        await asyncio.gather(ticker, stopped, return_exceptions=True)
         await self.close()
+        if not ticker.cancelled() and ticker.exception() is not None:
+            raise ticker.exception()  # type: ignore[misc]  # the core failed: let serve exit 255
 
     async def close(self) -> None:
         if self._server is not None:

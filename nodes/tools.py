@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--index", type=int, required=True, help="first log index")
         parser.add_argument("--last", type=int, help="last log index (default: --index)")
         parser.add_argument("--node", help="ask this node only (default: the leader)")
-        parser.add_argument("--mode", type=_read_mode_arg, default="",
+        parser.add_argument("--mode", type=_read_mode_arg,
                             help="read mode (default: the node's own; read-index, lease, committed, "
                                  "follower, unsafe)")
     elif command == "transfer":
@@ -84,7 +84,7 @@ def _append(client: Client, args: argparse.Namespace) -> None:
 
 
 def _get(client: Client, args: argparse.Namespace) -> None:
-    result = client.get(args.index, args.last, node=args.node, mode=args.mode)
+    result = client.get(args.index, args.last, node=args.node, mode=args.mode or "")
     for e in result.entries:
         _print({"index": e.index, "term": e.term, "magic": e.magic, "id": payload_id(e.body),
                 "body": e.body.decode(errors="replace")})
