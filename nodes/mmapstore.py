@@ -321,9 +321,9 @@ class MmapStore:
                 return
             if index < self._committed:
                 raise StoreError(f"cannot truncate after {index}: index {self._committed} is committed")
-            if index < self._begin_index - 1:
-                raise StoreError(f"cannot truncate after {index}: entries before {self._begin_index} "
-                                 f"were deleted by retention")
+            if index < self._begin_index and self._begin_index > 0:
+                raise StoreError(f"cannot truncate after {index}: the log begins at {self._begin_index} "
+                                 f"(retention deleted the entries before it)")
             new_pos = self._slot(index + 1)[1]
             old_pos, old_end = self._write_pos, self._end_index
             seg = self._data.find(new_pos)
@@ -333,7 +333,7 @@ class MmapStore:
             iseg = self._index.find(ioff)
             self._index.write_zeros(ioff, min((old_end + 1) * INDEX_SIZE, iseg.end))
             self._index.drop_after(iseg.end)
-            if index >= 0 and index >= self._begin_index:
+            if index >= 0:
                 self._end_term = self._slot(index)[4]
                 self._end_chain = self._chain_of(index)
             else:

@@ -72,6 +72,10 @@ def test_expired_files_before_the_committed_one_are_deleted(open_store, store_di
     store.close()
     again = open_store(retention=None)
     assert again.begin_index == begin and again.get_range(0, 10_000) == kept
+    with pytest.raises(StoreError, match=f"the log begins at {begin}"):
+        again.truncate_after(begin - 1)
+    again.truncate_after(begin)
+    assert again.get_range(0, 10_000) == kept[:1]
     assert min(int(p.name) for p in (directory / "index").iterdir()) <= begin * 32
 
 
