@@ -17,6 +17,7 @@ from nodes.entrycodec import BLANK, BLANK_SIZE, HEADER, HEADER_SIZE, MAGIC_BLANK
 from nodes.logstore import MAGIC_NOOP, MAGIC_NORMAL
 
 ENTRY_MAGICS = (MAGIC_NORMAL, MAGIC_NOOP)
+BLANK_MAGIC = MAGIC_BLANK.to_bytes(4, "big", signed=True)
 
 
 class StoredEntry(NamedTuple):
@@ -87,7 +88,8 @@ class Scan:
             rel = pos - view.offset
             last = k == len(views) - 1
             room = view.size - rel
-            if room < BLANK_SIZE or self._blank(view, rel, room):
+            hdr = bytes(view.buf[rel:rel + HEADER_SIZE])
+            if room < BLANK_SIZE or (hdr[:4] == BLANK_MAGIC and self._blank(view, rel, room)):
                 if room >= BLANK_SIZE:
                     pos = view.offset + view.size
                     self.end_pos = pos
@@ -101,8 +103,7 @@ class Scan:
                 k += 1
                 pos = views[k].offset
                 continue
-            hdr = bytes(view.buf[rel:rel + HEADER_SIZE])
-            if not any(hdr):
+            if hdr.count(0) == len(hdr):
                 self.stop = Stop(pos, "zeros: end of written data", last)
                 return
             if len(hdr) < HEADER_SIZE:
