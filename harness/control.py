@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import select
 import shlex
+import socket
 import tarfile
 import tempfile
 import time
@@ -64,6 +65,11 @@ class Ssh:
                                f"({e}); is the container running sshd? see `docker logs` of it") from e
 
     def _connect_once(self) -> None:
+        # Until sshd runs, docker's port proxy accepts and then drops the connection; wait for
+        # the banner first, so paramiko does not log a traceback for each early try.
+        with socket.create_connection((self.host, self.port), timeout=5) as probe:
+            if not probe.recv(4).startswith(b"SSH-"):
+                raise OSError(f"no SSH banner from {self.host}:{self.port} yet")
         client = paramiko.SSHClient()
         # Host keys are made fresh in each container at start: there is nothing to pin.
         client.set_missing_host_key_policy(paramiko.AutoAddPolicy())

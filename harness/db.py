@@ -13,7 +13,9 @@ The interface others use:
 * `names` (n1..nN), `node(name)` -> `Node` (`address` inside the run network,
   `client_port` and `ssh_port` published on 127.0.0.1), `address(name)`,
   `client_peers()` -> {name: Address(127.0.0.1, client port)} for `nodes.client.Client`,
-  `peers_arg()` -> the `--peers` value the nodes run with (run-network addresses).
+  `network_peers()` -> {name: Address(run-network address, 20911)} (reachable from the
+  host too; a dead node refuses there, while docker's port proxy accepts and resets),
+  `peers_arg()` -> the `--peers` value the nodes run with.
 * `ssh(name)` -> `harness.control.Ssh`; `exec(name, command, timeout)` -> stdout, raising
   `CommandFailed` on a non-zero exit (the nemesis's `Nodes` protocol).
 * `start(name=None)` (all nodes when None; a running node is left alone), `kill`, `stop`
@@ -131,9 +133,17 @@ class Db:
         """The node's IP address inside the run's network."""
         return self.node(name).address
 
+    def network_peers(self) -> dict[str, Address]:
+        """Each node's client address inside the run's network (the host reaches it too).
+
+        Unlike a published port, where docker's proxy accepts a connection to a dead node and
+        then resets it, a dead node's own address refuses the connection: a definite failure.
+        """
+        return {n: Address(node.address, NODE_PORT) for n, node in self._nodes.items()}
+
     def peers_arg(self) -> str:
         """The `--peers` value the nodes run with: their addresses inside the run's network."""
-        return ",".join(f"{n}={node.address}:{NODE_PORT}" for n, node in self._nodes.items())
+        return ",".join(f"{n}={address}" for n, address in self.network_peers().items())
 
     def client_peers(self) -> dict[str, Address]:
         """Each node's client port as published on 127.0.0.1, for `nodes.client.Client`."""

@@ -13,7 +13,7 @@ import pytest
 from harness.cluster import LABEL_RUN
 from harness.db import Db
 from harness.wait import wait_for
-from nodes.client import Client
+from nodes.client import Client, DefiniteFailure
 
 pytestmark = pytest.mark.docker
 SERVE_ARGS = ["--segment-mb", "1"]
@@ -62,6 +62,9 @@ def test_a_killed_follower_restarts_over_ssh_and_catches_up(running3: Db) -> Non
     follower = next(n for n in running3.names if n != leader)
     running3.kill(follower)
     assert not running3.running(follower)
+    with Client({follower: running3.network_peers()[follower]}, timeout=2) as client, \
+            pytest.raises(DefiniteFailure):
+        client.append(b"to-a-dead-node")  # its own address refuses: surely not appended
     bodies = [b"while-down-1", b"while-down-2"]
     first, last = append(running3, bodies)  # two of three nodes are a quorum
     running3.start(follower)
