@@ -9,10 +9,12 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from storefiles import scratch_dir
 
+from nodes.inspect import read_entries
 from nodes.logstore import MAGIC_NOOP, MAGIC_NORMAL, Entry, StoreError
 from nodes.mmapstore import MmapStore
 
 bodies = st.binary(max_size=120)
+SEGMENT = 512
 
 
 class StoreVersusModel(RuleBasedStateMachine):
@@ -27,7 +29,7 @@ class StoreVersusModel(RuleBasedStateMachine):
         self.committed = -1
 
     def _open(self) -> MmapStore:
-        return MmapStore(self.directory, data_segment_size=512, index_segment_size=96, flush="sync")
+        return MmapStore(self.directory, data_segment_size=SEGMENT, index_segment_size=96, flush="sync")
 
     @property
     def term(self) -> int:
@@ -94,6 +96,21 @@ class StoreVersusModel(RuleBasedStateMachine):
         self.store = self._open()
         self.committed = -1
         assert self.store.recovery.cut_pos is None
+
+    @precondition(lambda self: self.model)
+    @rule(data=st.data())
+    def power_cut_tears_the_last_entry(self, data: st.DataObject) -> None:
+        """The last entry's bytes reach disk only up to a random offset, then zeros."""
+        self.store.close()
+        last = list(read_entries(self.directory))[-1]
+        cut = data.draw(st.integers(last.pos, last.pos + last.size - 1))
+        path = self.directory / "data" / f"{last.pos - last.pos % SEGMENT:020d}"
+        with path.open("r+b") as f:
+            f.seek(cut % SEGMENT)
+            f.write(bytes(SEGMENT - cut % SEGMENT))
+        self.store = self._open()
+        self.model.pop()
+        self.committed = -1
 
     @invariant()
     def same_log(self) -> None:
