@@ -10,6 +10,7 @@ Node-to-node traffic stays on the run's own network.
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from dataclasses import dataclass
@@ -33,8 +34,9 @@ def connect() -> docker.DockerClient:
         client = docker.from_env(version="auto")
         client.ping()
     except docker.errors.DockerException as e:
+        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
         raise EngineUnavailable(
-            f"The Docker engine is not reachable ({e}): start it (`systemctl start docker`, or run "
+            f"The Docker engine is not reachable at {where}: start it (`systemctl start docker`, or run "
             "`dockerd` as root) and check that `docker info` works, then try again.") from e
     return client
 
