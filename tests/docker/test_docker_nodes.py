@@ -93,16 +93,21 @@ def test_a_paused_follower_resumes(running3: Db) -> None:
 
 
 def test_collect_copies_logs_events_and_store_files(running3: Db, tmp_path: Path) -> None:
+    first, last = append(running3, [b"to-collect"])
+    for node in running3.names:
+        committed_on(running3, node, first, last)
     copied = running3.collect(tmp_path)
     assert sorted(copied) == running3.names
+    roles: set[str] = set()
     for node in running3.names:
         folder = tmp_path / "nodes" / node
         assert (folder / "node.log").stat().st_size > 0
-        roles = [json.loads(line).get("role") for line in (folder / "events.jsonl").read_text().splitlines()]
-        assert {"candidate", "follower"} & set(roles) or "leader" in roles
+        events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+        roles |= {event["role"] for event in events if "role" in event}
         segments = sorted(p.name for p in (folder / "data").iterdir())
         assert segments and all(len(name) == 20 and name.isdigit() for name in segments)
         assert sorted((folder / "index").iterdir())
+    assert "leader" in roles and roles <= {"candidate", "leader", "follower"}
 
 
 def test_five_nodes_survive_two_kills_and_leave_nothing(docker_client: docker.DockerClient, node_image: str,
