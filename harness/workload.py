@@ -9,6 +9,7 @@ still have an op in flight.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -17,6 +18,8 @@ from harness.generator import Mix, Op, pacing_delay, worker_rng
 from harness.history import History
 from nodes.client import AppendAck, DefiniteFailure, IndeterminateFailure, ReadResult
 from nodes.payload import payload_id
+
+MAX_LAG_S = 1.0  # how far behind its schedule a worker may fall before the schedule restarts
 
 
 class LogClient(Protocol):
@@ -70,8 +73,15 @@ class Worker:
 
     def run(self) -> None:
         client = self.connect()
+        next_at = time.monotonic()
         try:
-            while not self.state.stop.wait(pacing_delay(self.rng, self.rate, self.workers)):
+            while True:
+                # Keep to the schedule: a slow op eats into the next pause instead of shifting
+                # every later op; after a long stall the schedule restarts from now, no burst.
+                now = time.monotonic()
+                next_at = max(next_at + pacing_delay(self.rng, self.rate, self.workers), now - MAX_LAG_S)
+                if self.state.stop.wait(max(0.0, next_at - now)):
+                    break
                 op = self.mix.next_op(self.rng, self.process, self.seq, self.state.known_end)
                 self.seq += 1
                 if not self.perform(client, op):
