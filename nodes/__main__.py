@@ -11,6 +11,8 @@ COMMANDS = {
     "get": "nodes.tools",
     "metadata": "nodes.tools",
     "transfer": "nodes.tools",
+    "simulate": "nodes.simulate",
+    "simulate-many": "nodes.sim.many",
 }
 
 if __name__ == "__main__":

@@ -579,14 +579,13 @@ class Core:
                                             self.store.end_index, -1))
             return
         end_before = self.store.end_index
-        out = handle_push(self.store, req, self.commit_index)
+        out = handle_push(self.store, req, self.commit_index, self._leader_match)
         if out.code is not ResponseCode.SUCCESS:
             self._send(sender, PushResponse(self.term, out.code, req.seq, req.type, -1, self.store.end_index,
                                             out.hint_index))
             return
-        if self.store.end_index < end_before or req.type is PushType.TRUNCATE:
-            self._leader_match = min(self._leader_match, out.match_index)
-            self._deferred_acks = [a for a in self._deferred_acks if a[0] <= out.match_index]
+        if self.store.end_index < end_before:  # acks waiting for entries that are gone never go out
+            self._deferred_acks = [a for a in self._deferred_acks if a[0] <= self.store.end_index]
         self._leader_match = max(self._leader_match, out.match_index)
         self._follower_commit(req.commit_index)
         resp = PushResponse(self.term, ResponseCode.SUCCESS, req.seq, req.type, out.match_index,

@@ -196,11 +196,13 @@ def _holds(store: LogStore, index: int, term: int) -> bool:
     return index == -1 or (store.begin_index <= index <= store.end_index and store.term_at(index) == term)
 
 
-def handle_push(store: LogStore, req: PushRequest, commit: int) -> PushOutcome:
+def handle_push(store: LogStore, req: PushRequest, commit: int, verified: int) -> PushOutcome:
     """Apply a COMPARE, TRUNCATE or APPEND push of the current leader to the follower's store.
 
-    The caller checked term and leader. Never truncates at or below `commit` (that would
-    lose a committed entry): SafetyError instead.
+    The caller checked term and leader. `verified` is how far the log is known to match
+    this leader (what it acknowledged). TRUNCATE never cuts at or below `commit` or
+    `verified`: a push can be overtaken by later ones, and those entries match anyway.
+    A conflicting entry at or below `commit` raises SafetyError (a committed entry lost).
     """
     if req.type is PushType.APPEND and req.index > store.end_index:
         return PushOutcome(ResponseCode.INCONSISTENT_INDEX, -1, store.end_index)
@@ -209,9 +211,10 @@ def handle_push(store: LogStore, req: PushRequest, commit: int) -> PushOutcome:
     if req.type is PushType.COMPARE:
         return PushOutcome(ResponseCode.SUCCESS, req.index, -1)
     if req.type is PushType.TRUNCATE:
-        if store.end_index > req.index:
-            _truncate(store, req.index, commit)
-        return PushOutcome(ResponseCode.SUCCESS, req.index, -1)
+        keep = max(req.index, commit, verified)
+        if store.end_index > keep:
+            _truncate(store, keep, commit)
+        return PushOutcome(ResponseCode.SUCCESS, keep, -1)
     entries: list[Entry] = req.entries
     if not entries:
         return PushOutcome(ResponseCode.SUCCESS, req.index, -1)

@@ -1,0 +1,108 @@
+"""Run many simulator seeds across cluster sizes and fault mixes, within a time budget; report seeds/s."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import Iterator
+from multiprocessing.pool import AsyncResult, Pool
+from pathlib import Path
+
+from nodes.cliparse import EXIT_INVALID, EXIT_VALID
+from nodes.sim.cluster import SimConfig, run_seed
+from nodes.sim.faults import parse_faults
+from nodes.simulate import add_common, cluster_size, positive
+
+MIXES = ("all", "partition,crash,powerloss", "oneway,bridge,loss,dup,delay",
+         "crash,powerloss,skew,transfer,partition")
+
+
+def configs(start: int, count: int | None, sizes: list[int], mixes: list[str], steps: int, flush: str,
+            profile: str, clients: int) -> Iterator[SimConfig]:
+    """Seed `start`, `start + 1` ...: sizes rotate fastest, then fault mixes."""
+    seed = start
+    while count is None or seed < start + count:
+        i = seed - start
+        yield SimConfig(seed=seed, nodes=sizes[i % len(sizes)],
+                        faults=parse_faults(mixes[(i // len(sizes)) % len(mixes)]),
+                        steps=steps, flush=flush, profile=profile, clients=clients)
+        seed += 1
+
+
+def _bounded(pool: Pool, source: Iterator[SimConfig], window: int,
+             deadline: float) -> Iterator[tuple[int, str | None, str]]:
+    """Results of `source` run on `pool`, never more than `window` queued, none started after `deadline`."""
+    pending: deque[AsyncResult[tuple[int, str | None, str]]] = deque()
+    for config in source:
+        if time.monotonic() >= deadline:
+            break
+        pending.append(pool.apply_async(run_config, (config,)))
+        if len(pending) >= window:
+            yield pending.popleft().get()
+    while pending:
+        yield pending.popleft().get()
+
+
+def run_config(config: SimConfig) -> tuple[int, str | None, str]:
+    """(seed, violation kind or None, summary when violated) for one seed."""
+    result = run_seed(config)
+    if result.violation is None:
+        return config.seed, None, ""
+    return config.seed, result.violation.kind, result.summary()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--budget", type=float, default=300.0,
+                        help="seconds to keep starting seeds (default 300)")
+    parser.add_argument("--seeds", type=positive, help="stop after this many seeds (default: budget only)")
+    parser.add_argument("--start", type=int, default=0, help="first seed (default 0)")
+    parser.add_argument("--nodes", default="3,5,7", help="cluster sizes to rotate through (default 3,5,7)")
+    parser.add_argument("--mixes", default=";".join(MIXES),
+                        help="fault mixes to rotate through, separated by ';' (each as for --faults)")
+    parser.add_argument("--jobs", type=positive, default=min(2, os.cpu_count() or 1), help="worker processes")
+    parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    parser.add_argument("--show", type=positive, default=3,
+                        help="print the full report of this many violations")
+    add_common(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        sizes = [cluster_size(s) for s in args.nodes.split(",")]
+        mixes = [m for m in args.mixes.split(";") if m]
+        for mix in mixes:
+            parse_faults(mix)
+    except (ValueError, argparse.ArgumentTypeError) as exc:
+        print(f"simulate-many: error: {exc}", file=sys.stderr)
+        return 254
+    started = time.monotonic()
+    deadline = started + args.budget
+    source = configs(args.start, args.seeds, sizes, mixes, args.steps, args.flush, args.profile, args.clients)
+    done, violations = 0, []
+    with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+        for seed, kind, report in _bounded(pool, source, args.jobs * 2, deadline):
+            done += 1
+            if kind is not None:
+                violations.append((seed, kind))
+                print(f"seed {seed}: VIOLATION {kind}", flush=True)
+                if len(violations) <= args.show:
+                    print(report, flush=True)
+    elapsed = time.monotonic() - started
+    rate = done / elapsed if elapsed > 0 else 0.0
+    print(f"{done} seeds ({args.flush} flush, sizes {args.nodes}, {len(mixes)} fault mixes, "
+          f"{args.steps} steps) in {elapsed:.1f} s on {args.jobs} workers: {rate:.1f} seeds/s, "
+          f"{len(violations)} with a violation")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({
+            "seeds": done, "start": args.start, "flush": args.flush, "sizes": sizes, "mixes": mixes,
+            "steps": args.steps, "jobs": args.jobs, "seconds": round(elapsed, 2),
+            "seeds_per_second": round(rate, 2),
+            "violations": [{"seed": s, "kind": k} for s, k in sorted(violations)],
+        }, indent=2) + "\n")
+    return EXIT_VALID if not violations else EXIT_INVALID

@@ -1,0 +1,59 @@
+"""Run one seeded simulation of a DLedger cluster and print its summary (exit 1 on a violation)."""
+
+from __future__ import annotations
+
+import argparse
+
+from nodes.cliparse import EXIT_INVALID, EXIT_VALID
+from nodes.core import FLUSH_POLICIES
+from nodes.sim.cluster import SimConfig, run_seed
+from nodes.sim.faults import parse_faults
+from nodes.timing import PROFILES
+
+
+def cluster_size(text: str) -> int:
+    """A node count between 1 and 9."""
+    n = int(text)
+    if not 1 <= n <= 9:
+        raise argparse.ArgumentTypeError(f"--nodes must be between 1 and 9, got {n}")
+    return n
+
+
+def fault_list(text: str) -> tuple[str, ...]:
+    try:
+        return parse_faults(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def positive(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {n}")
+    return n
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    """Options shared by `simulate` and `simulate-many`."""
+    parser.add_argument("--steps", type=positive, default=4000,
+                        help="events in the fault phase (default 4000)")
+    parser.add_argument("--flush", choices=FLUSH_POLICIES, default="sync", help="store flush policy")
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="fast", help="timing profile")
+    parser.add_argument("--clients", type=positive, default=3, help="concurrent simulated clients")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=int, required=True,
+                        help="the seed; the same seed replays the same run")
+    parser.add_argument("--nodes", type=cluster_size, default=5, help="cluster size (default 5)")
+    parser.add_argument("--faults", type=fault_list, default=parse_faults("all"),
+                        help="comma list of faults, `all` (default) or `none`")
+    add_common(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = SimConfig(seed=args.seed, nodes=args.nodes, steps=args.steps, faults=args.faults,
+                       flush=args.flush, profile=args.profile, clients=args.clients)
+    result = run_seed(config)
+    print(result.summary())
+    return EXIT_VALID if result.violation is None else EXIT_INVALID
