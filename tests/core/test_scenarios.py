@@ -1,0 +1,263 @@
+"""Raft's classic scenarios and the client API, scripted on a small cluster of real cores."""
+
+from __future__ import annotations
+
+from scripted_cluster import ScriptedCluster, entries
+
+from nodes.core import CoreConfig
+from nodes.election import Role
+from nodes.messages import (
+    AppendResponse,
+    PushRequest,
+    PushType,
+    ReadMode,
+    ReadResponse,
+    ResponseCode,
+    TransferResponse,
+)
+
+
+def test_figure_8_an_earlier_term_entry_is_not_committed_by_counting() -> None:
+    # Raft paper, Figure 8: index 1 (term 2) sits on a majority, but only an entry of the
+    # leader's own term may be committed by counting replicas.
+    logs = {"n1": entries(1, 2), "n2": entries(1, 2), "n3": entries(1), "n4": entries(1), "n5": entries(1, 3)}
+    terms = {n: (3, None) for n in logs}
+    c = ScriptedCluster(5, logs=logs, terms=terms, down=("n4", "n5"), max_batch_entries=1)
+    c.filters.append(lambda _s, _r, m: isinstance(m, PushRequest) and any(e.term > 3 for e in m.entries))
+    c.run_until(lambda: c.stores["n3"].end_index >= 1 and c.stores["n3"].term_at(1) == 2)
+    c.run(500)
+    assert c.stores["n3"].term_at(1) == 2 and len(c.leaders()) == 1
+    assert all(core.commit_index == -1 for core in c.cores.values() if core)  # nothing committed yet
+    c.filters.clear()
+    leader = c.elect()
+    c.run(200)
+    assert c.core(leader).commit_index == 2
+    assert c.stores["n3"].term_at(1) == 2  # the old entry committed with the leader's no-op
+
+
+def test_partitioned_follower_rejoins_without_disrupting_the_cluster() -> None:
+    c = ScriptedCluster(5)
+    leader = c.elect()
+    term = c.core(leader).term
+    follower = next(n for n in c.names if n != leader)
+    c.isolate(follower)
+    c.run(3000)  # many vote rounds alone
+    assert c.core(follower).role is Role.CANDIDATE
+    assert c.core(follower).term == term  # an isolated node never inflates its term (parse rule 3)
+    c.heal()
+    c.run(500)
+    assert c.leaders() == [leader] and c.core(leader).term == term
+    assert c.core(follower).role is Role.FOLLOWER and c.core(follower).leader == leader
+
+
+def test_stale_leader_steps_down_and_its_uncommitted_entries_are_replaced() -> None:
+    c = ScriptedCluster(5)
+    old = c.elect()
+    c.isolate(old)
+    rid = c.append(old, b"never-committed")
+    c.run(c.config.timing.leader_lost_ms + 50)
+    assert c.core(old).role is not Role.LEADER  # lost its quorum for heartbeat * leak
+    stale = c.responses[rid]
+    assert isinstance(stale, AppendResponse) and stale.code is ResponseCode.TERM_CHANGED
+    new = c.elect()
+    assert new != old
+    c.append(new, b"committed")
+    c.heal()
+    c.run(500)
+    assert c.core(old).role is Role.FOLLOWER and c.core(old).leader == new
+    bodies = [e.body for e in c.stores[old].entries]
+    assert b"never-committed" not in bodies and b"committed" in bodies
+
+
+def test_log_conflicts_are_repaired_by_compare_and_truncate() -> None:
+    logs = {"n1": entries(1, 1, 2, 2), "n2": entries(1, 1, 2, 2), "n3": entries(1, 1, 1, 1, 1, 1, 1, 1)}
+    c = ScriptedCluster(3, logs=logs, terms={n: (2, None) for n in logs})
+    leader = c.elect()
+    assert leader in ("n1", "n2")  # n3's last term is older: rules 3-4 keep it out
+    c.run(300)
+    assert c.stores["n3"].entries == c.stores[leader].entries
+    compares = [m for s, r, m in c.sent if s == leader and r == "n3" and isinstance(m, PushRequest)
+                and m.type is PushType.COMPARE]
+    assert 1 <= len(compares) <= 3  # fast back-off skips n3's whole conflicting term
+    assert any(m.type is PushType.TRUNCATE for s, r, m in c.sent if r == "n3" and isinstance(m, PushRequest))
+
+
+def test_append_completes_only_once_committed() -> None:
+    c = ScriptedCluster(3)
+    leader = c.elect()
+    followers = [n for n in c.names if n != leader]
+    c.isolate(*followers)
+    rid = c.append(leader, b"a", b"b")
+    c.run(100)
+    assert rid not in c.responses
+    c.heal()
+    c.run_until(lambda: rid in c.responses, 1000)  # resent after the push timeout
+    done = c.responses[rid]
+    assert isinstance(done, AppendResponse) and done.code is ResponseCode.SUCCESS
+    assert done.last_index == done.first_index + 1
+    replicated = c.stores[followers[0]].get_range(done.first_index, done.last_index)
+    assert [e.body for e in replicated] == [b"a", b"b"]
+
+
+def test_append_refusals() -> None:
+    c = ScriptedCluster(3, max_pending_appends=3, append_timeout_ms=200.0)
+    leader = c.elect()
+    follower = next(n for n in c.names if n != leader)
+    assert c.responses[c.append(follower, b"x")].code is ResponseCode.NOT_LEADER
+    assert c.responses[c.append(follower, b"x")].leader == leader  # type: ignore[union-attr]
+    c.isolate(leader)
+    waiting = c.append(leader, b"1", b"2")
+    assert c.responses[c.append(leader, b"3", b"4")].code is ResponseCode.LEADER_PENDING_FULL
+    c.run(250)
+    assert c.responses[waiting].code in (ResponseCode.WAIT_QUORUM_ACK_TIMEOUT, ResponseCode.TERM_CHANGED)
+
+
+def test_read_index_confirms_leadership_first() -> None:
+    c = ScriptedCluster(3, read_timeout_ms=200.0)
+    leader = c.elect()
+    c.append(leader, b"a")
+    c.run(50)
+    ok = c.responses[c.request(leader, "client_read", 0, 10, ReadMode.READ_INDEX)]
+    assert isinstance(ok, ReadResponse) and ok.code is ResponseCode.SUCCESS
+    assert [e.body for e in ok.entries] == [b"", b"a"]
+    c.isolate(leader)
+    rid = c.request(leader, "client_read", 0, 10, ReadMode.READ_INDEX)
+    assert rid not in c.responses  # no quorum round, no answer
+    c.run(150)
+    late = c.responses.get(rid)
+    assert late is None or late.code is not ResponseCode.SUCCESS
+
+
+def test_committed_mode_serves_a_stale_read_from_a_partitioned_old_leader() -> None:
+    c = ScriptedCluster(5, heartbeat_ms=100.0, heartbeat_leak=20)  # a long leak: 2 s
+    old = c.elect()
+    c.isolate(old)
+    others = [n for n in c.names if n != old]
+    for n in others:  # the majority gives up on the old leader quickly
+        c.core(n)._follower_timeout = 0.0
+    c.run_until(lambda: any(c.core(n).role is Role.LEADER for n in others))
+    new = next(n for n in others if c.core(n).role is Role.LEADER)
+    acked = c.responses[c.append(new, b"fresh")]
+    c.run(50)
+    assert acked.code is ResponseCode.SUCCESS
+    assert c.core(old).role is Role.LEADER  # cut off, it does not know yet
+    stale = c.responses[c.request(old, "client_read", 0, 100, ReadMode.COMMITTED)]
+    assert isinstance(stale, ReadResponse) and stale.code is ResponseCode.SUCCESS
+    assert b"fresh" not in [e.body for e in stale.entries]
+    linear = c.request(old, "client_read", 0, 100, ReadMode.READ_INDEX)
+    c.run(50)
+    assert linear not in c.responses or c.responses[linear].code is not ResponseCode.SUCCESS
+
+
+def test_unsafe_read_sees_uncommitted_entries_and_lease_needs_the_guard() -> None:
+    c = ScriptedCluster(3)
+    leader = c.elect()
+    c.isolate(leader)
+    c.append(leader, b"pending")
+    unsafe = c.responses[c.request(leader, "client_read", 0, 10, ReadMode.UNSAFE)]
+    assert b"pending" in [e.body for e in unsafe.entries]  # type: ignore[union-attr]
+    committed = c.responses[c.request(leader, "client_read", 0, 10, ReadMode.COMMITTED)]
+    assert b"pending" not in [e.body for e in committed.entries]  # type: ignore[union-attr]
+    lease = c.responses[c.request(leader, "client_read", 0, 10, ReadMode.LEASE)]
+    assert lease.code is ResponseCode.UNSUPPORTED
+
+
+def test_lease_read_is_served_without_a_round_while_the_lease_holds() -> None:
+    c = ScriptedCluster(3, config=CoreConfig(lease_guard=True))
+    leader = c.elect()
+    c.run(50)
+    rounds = len(c.sent)
+    ok = c.responses[c.request(leader, "client_read", 0, 10, ReadMode.LEASE)]
+    assert ok.code is ResponseCode.SUCCESS and len(c.sent) == rounds  # no message needed
+
+
+def test_leadership_transfer_hands_over_to_a_caught_up_peer() -> None:
+    c = ScriptedCluster(3)
+    old = c.elect()
+    term = c.core(old).term
+    to = next(n for n in c.names if n != old)
+    rid = c.request(old, "client_transfer", to)
+    assert c.responses.get(rid) is None or c.responses[rid].code is ResponseCode.SUCCESS
+    c.run_until(lambda: rid in c.responses, 2000)
+    done = c.responses[rid]
+    assert isinstance(done, TransferResponse) and done.code is ResponseCode.SUCCESS
+    assert c.leaders() == [to] and c.core(to).term > term
+
+
+def test_transfer_to_an_unreachable_peer_gives_up_and_the_leader_resumes() -> None:
+    c = ScriptedCluster(3, transfer_timeout_ms=300.0)
+    leader = c.elect()
+    to = next(n for n in c.names if n != leader)
+    c.isolate(to)
+    c.append(leader, b"x")  # the transferee falls behind
+    rid = c.request(leader, "client_transfer", to)
+    assert c.responses[c.append(leader, b"y")].code is ResponseCode.LEADER_TRANSFERRING
+    c.run(350)
+    assert c.responses[rid].code is ResponseCode.TIMEOUT
+    assert c.leaders() == [leader]
+    appended = c.append(leader, b"z")
+    c.run(50)
+    assert c.responses[appended].code is ResponseCode.SUCCESS
+
+
+def test_transfer_refusals() -> None:
+    c = ScriptedCluster(3)
+    leader = c.elect()
+    follower = next(n for n in c.names if n != leader)
+    assert c.responses[c.request(leader, "client_transfer", "x9")].code is ResponseCode.UNKNOWN_MEMBER
+    assert c.responses[c.request(follower, "client_transfer", leader)].code is ResponseCode.NOT_LEADER
+
+
+def test_preferred_leader_takes_over_when_caught_up() -> None:
+    c = ScriptedCluster(3, config=CoreConfig(preferred_leader="n3"))
+    c.run_until(lambda: c.leaders() == ["n3"], 5000)
+
+
+def test_sync_flush_leader_counts_only_its_flushed_entries() -> None:
+    c = ScriptedCluster(1)
+    leader = c.elect()
+    c.auto_flush[leader] = False
+    rid = c.append(leader, b"a")
+    c.run(50)
+    assert rid not in c.responses and c.core(leader).commit_index < c.stores[leader].end_index
+    c.flush(leader)
+    assert c.responses[rid].code is ResponseCode.SUCCESS
+
+
+def test_sync_flush_followers_ack_only_flushed_entries() -> None:
+    c = ScriptedCluster(3)
+    leader = c.elect()
+    for n in c.names:
+        if n != leader:
+            c.auto_flush[n] = False
+    rid = c.append(leader, b"a")
+    c.run(50)
+    assert rid not in c.responses
+    follower = next(n for n in c.names if n != leader)
+    c.flush(follower)
+    c.deliver()
+    assert c.responses[rid].code is ResponseCode.SUCCESS
+
+
+def test_async_flush_acks_before_any_flush() -> None:
+    c = ScriptedCluster(3, config=CoreConfig(flush="async"))
+    leader = c.elect()
+    for n in c.names:
+        c.auto_flush[n] = False
+    rid = c.append(leader, b"a")
+    c.run(20)
+    assert c.responses[rid].code is ResponseCode.SUCCESS
+    assert all(s.flushed_index < s.end_index for s in c.stores.values())
+
+
+def test_restart_keeps_term_and_vote_and_does_not_lead_its_old_term_again() -> None:
+    c = ScriptedCluster(3)
+    leader = c.elect()
+    term = c.core(leader).term
+    assert c.persisted[leader] == (term, leader)
+    c.crash(leader)
+    c.start(leader)
+    c.run(100)
+    assert c.core(leader).term >= term
+    c.run_until(lambda: len(c.leaders()) == 1)
+    assert c.core(c.leaders()[0]).term > term
