@@ -1,0 +1,12 @@
+"""`python -m checkers COMMAND`: check results folders."""
+
+import sys
+
+from nodes.cliparse import run_subcommands
+
+COMMANDS = {
+    "check": "checkers.check",
+}
+
+if __name__ == "__main__":
+    sys.exit(run_subcommands("python -m checkers", __doc__ or "", COMMANDS))

@@ -1,0 +1,33 @@
+"""Anomaly rows, the shape every Spark check returns, and collecting them into counts and witnesses.
+
+A row is `hid, check, key, witness`: witness is a JSON object naming the ops (history
+indexes and times) or log entries that prove the anomaly; key orders witnesses, earliest first.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+
+def anomaly_rows(df: DataFrame, check: str, key: Column, **witness: Column) -> DataFrame:
+    """One anomaly per row of `df`: the `hid, check, key, witness` shape every check returns."""
+    body = F.to_json(F.struct(*[col.alias(name) for name, col in witness.items()]))
+    return df.select("hid", F.lit(check).alias("check"), key.cast("long").alias("key"), body.alias("witness"))
+
+
+def collect_anomalies(anomalies: DataFrame, witnesses: int) -> dict[int, dict[str, tuple[int, list[Any]]]]:
+    """hid -> check -> (count, first `witnesses` witnesses), in one Spark job."""
+    rank = Window.partitionBy("hid", "check").orderBy("key", "witness")
+    ranked = anomalies.withColumn("rn", F.row_number().over(rank))
+    first = F.when(F.col("rn") <= witnesses, F.struct("rn", "witness"))
+    rows = ranked.groupBy("hid", "check").agg(
+        F.count("*").alias("count"), F.sort_array(F.collect_list(first)).alias("first")).collect()
+    found: dict[int, dict[str, tuple[int, list[Any]]]] = {}
+    for row in rows:
+        found.setdefault(row["hid"], {})[row["check"]] = (
+            row["count"], [json.loads(w["witness"]) for w in row["first"]])
+    return found

@@ -1,0 +1,135 @@
+"""Check a results folder: durability and linearizability of the log, replicas, elections.
+
+Writes RESULTS_DIR/results.json, prints a verdict table, exits 0 valid, 1 invalid,
+2 unknown, 254 on bad arguments or a missing/malformed input file, 255 on internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from functools import reduce
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from checkers import durability, realtime
+from checkers.anomalies import collect_anomalies
+from checkers.elections import election_safety, load_events
+from checkers.finallogs import load_final_logs
+from checkers.history import load_history
+from checkers.jsonlines import InputError
+from checkers.layout import ResultsDir
+from checkers.replicas import load_stores, replica_disagreement
+from checkers.spark import master_url, session
+from checkers.tables import Tables
+from checkers.verdict import decide, exit_code, table
+from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL
+
+DEFAULT_WITNESSES = 10
+NEEDS_FINAL_LOG = ("lost", "index-mismatch", "realtime-reorder", "hole", "recovered")
+
+
+def check(results_dir: Path | str, *, spark_master: str | None = None,
+          witnesses: int = DEFAULT_WITNESSES) -> dict[str, Any]:
+    """Check one results folder, write its results.json and return the verdict.
+
+    Raises InputError (naming file and line) when an input file is missing or malformed.
+    """
+    layout = ResultsDir.open(results_dir)
+    result = check_many([layout], session(spark_master), witnesses=witnesses)[0]
+    (layout.path / "results.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def check_many(dirs: list[ResultsDir], spark: SparkSession, *, witnesses: int = DEFAULT_WITNESSES
+               ) -> list[dict[str, Any]]:
+    """Verdicts for many results folders, checked together in the same Spark jobs."""
+    started = time.monotonic()
+    history = load_history(spark, dirs)
+    try:
+        finals = load_final_logs(spark, dirs)
+        events = load_events(spark, dirs)
+        stores = load_stores(spark, dirs)
+        span = max((s.get("duration_ns") or 0 for s in history.stats.values()), default=0)
+        tables = Tables(history, finals, time_span=span)
+        loaded = time.monotonic()
+        parts: list[DataFrame] = [
+            durability.lost(tables), durability.recovered(tables), durability.aborted_read(tables),
+            durability.phantom(tables), durability.duplicate(tables), durability.divergence(tables),
+            durability.index_mismatch(tables), durability.hole(tables),
+            realtime.time_order(tables), realtime.future_read(tables),
+            election_safety(events), replica_disagreement(stores, finals),
+        ]
+        found = collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses)
+    finally:
+        history.unpersist()
+    timing = {"load_s": round(loaded - started, 3), "check_s": round(time.monotonic() - loaded, 3),
+              "spark_master": spark.sparkContext.master}
+    results = []
+    for hid, layout in enumerate(dirs):
+        undecidable, notes = _undecidable(layout, finals.ends.get(hid, {}))
+        stats = {**history.stats.get(hid, {}), "final_log_ends": finals.ends.get(hid, {}),
+                 "cluster_log_node": finals.longest.get(hid), **timing}
+        results.append(decide(found.get(hid, {}), undecidable, layout.read_mode, stats,
+                              [*layout.notes, *notes]))
+    return results
+
+
+def _undecidable(layout: ResultsDir, ends: dict[str, int]) -> tuple[dict[str, str], list[str]]:
+    """Checks this folder gives nothing to decide on (check -> why), and notes for people."""
+    why: dict[str, str] = {}
+    notes: list[str] = []
+    if not ends:
+        why.update(dict.fromkeys(NEEDS_FINAL_LOG, "no final logs (final/<node>.jsonl)"))
+    missing = layout.missing_final_logs()
+    if missing:
+        notes.append(f"no final log for {len(missing)} node(s): {', '.join(missing)}")
+        if ends and len(ends) < layout.cluster_size() // 2 + 1:
+            why["lost"] = (f"final logs of {len(ends)} of {layout.cluster_size()} nodes: fewer than a "
+                           "majority, a committed entry may be only on the missing nodes")
+    if not layout.event_logs():
+        why["election-safety"] = "no events (nodes/<node>/events.jsonl)"
+    stores = layout.store_dirs()
+    if not stores:
+        why["replica-disagreement"] = "no store files collected (nodes/<node>/data/)"
+    elif not ends:
+        why["replica-disagreement"] = "no final logs to tell which store entries were committed"
+    elif set(stores) - set(ends):
+        notes.append(f"store files without a final log, not compared: {', '.join(sorted(set(stores) - set(ends)))}")
+    return why, notes
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results_dir", type=Path, metavar="RESULTS_DIR",
+                        help="a results folder holding history.jsonl (results/<test>/<time>/)")
+    parser.add_argument("--spark-master", metavar="URL",
+                        help="Spark master, e.g. spark://127.0.0.1:7077 (default: $SPARK_MASTER, else local[*])")
+    parser.add_argument("--witnesses", type=_non_negative, default=DEFAULT_WITNESSES, metavar="N",
+                        help=f"witnesses kept per check (default {DEFAULT_WITNESSES})")
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative; pass 0 or more")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        result = check(args.results_dir, spark_master=args.spark_master, witnesses=args.witnesses)
+    except InputError as e:
+        print(f"check: {e}", file=sys.stderr)
+        return EXIT_BAD_ARGS
+    except Exception as e:  # the message must say what happened, not only a JVM stack trace
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        print(f"check: internal error ({master_url(args.spark_master)}): {type(e).__name__}: {first}",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+    print(table(result))
+    print(f"wrote {Path(args.results_dir) / 'results.json'}")
+    return exit_code(result["valid"])

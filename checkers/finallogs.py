@@ -1,0 +1,54 @@
+"""final/<node>.jsonl into DataFrames: every node's committed log and the cluster's final log.
+
+The cluster's final log is the longest node's (DESIGN.md: every node's final log must be a
+prefix of it; the divergence check holds them to that).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from checkers.jsonlines import final_line_problem
+from checkers.layout import ResultsDir
+from checkers.sources import SourceFile, expected_torn_lines, is_corrupt, raise_first_problem, read_jsonl
+
+FINAL_SCHEMA = StructType([
+    StructField("log_index", LongType()), StructField("term", LongType()), StructField("id", StringType()),
+])
+
+
+@dataclass
+class FinalLogs:
+    """entries: hid, node, log_index, term, id. cluster: hid, log_index, term, id.
+
+    `ends[hid][node]` is the node's highest index (-1 for an empty log); `longest[hid]`
+    the node whose log is the cluster's. A hid absent from `longest` has no final logs.
+    """
+
+    entries: DataFrame
+    cluster: DataFrame
+    ends: dict[int, dict[str, int]]
+    longest: dict[int, str]
+
+
+def load_final_logs(spark: SparkSession, dirs: list[ResultsDir]) -> FinalLogs:
+    files = [SourceFile(hid, path, node) for hid, d in enumerate(dirs) for node, path in d.final_logs().items()]
+    raw = read_jsonl(spark, files, FINAL_SCHEMA)
+    bad = raw.where(is_corrupt() | F.col("log_index").isNull() | (F.col("log_index") < 0)).count()
+    if bad > expected_torn_lines(files):
+        raise_first_problem(files, final_line_problem, bad)
+    entries = raw.where(~is_corrupt() & F.col("log_index").isNotNull()).select(
+        "hid", F.col("src_node").alias("node"), "log_index", "term", "id")
+    ends: dict[int, dict[str, int]] = {}
+    for f in files:
+        ends.setdefault(f.hid, {})[f.node or ""] = -1
+    for row in entries.groupBy("hid", "node").agg(F.max("log_index").alias("end")).collect():
+        ends[row["hid"]][row["node"]] = row["end"]
+    longest = {hid: min(nodes, key=lambda n: (-nodes[n], n)) for hid, nodes in ends.items()}
+    chosen = spark.createDataFrame(list(longest.items()), "hid long, node string")
+    cluster = entries.join(F.broadcast(chosen), ["hid", "node"]).select("hid", "log_index", "term", "id")
+    return FinalLogs(entries, cluster, ends, longest)

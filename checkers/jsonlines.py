@@ -1,0 +1,186 @@
+"""Reading the JSON-lines files of a results folder line by line, with errors that name file and line.
+
+The Spark loaders parse files in bulk and come here only to explain a problem: they ask for
+the first bad line, so a person gets `history.jsonl line 17: ...`, never a Spark stack trace.
+The pure-Python reference checker reads everything through here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+Validator = Callable[[Any], "str | None"]
+OP_TYPES = ("invoke", "ok", "fail", "info")
+NEMESIS = "nemesis"
+ROLES = ("candidate", "leader", "follower")
+
+
+class InputError(ValueError):
+    """A results folder file that is missing or malformed; the message names file and line."""
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def torn_last_line(path: Path) -> int | None:
+    """Line number of a last line cut off mid-write (no newline, not JSON), else None.
+
+    A run killed half-way leaves such a line; it is ignored, not an error.
+    """
+    size = path.stat().st_size
+    if size == 0:
+        return None
+    with path.open("rb") as f:
+        f.seek(max(0, size - 65536))
+        tail = f.read()
+    if tail.endswith(b"\n"):
+        return None
+    last = tail.rsplit(b"\n", 1)[-1]
+    try:
+        json.loads(last)
+        return None
+    except ValueError:
+        with path.open("rb") as f:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b"")) + 1
+
+
+def iter_jsonl(path: Path, validate: Validator) -> Iterator[tuple[int, Any]]:
+    """Yield `(line_number, record)` for each line, from 1; InputError on the first bad line.
+
+    A torn last line (see `torn_last_line`) is skipped. Memory stays flat.
+    """
+    if not path.is_file():
+        raise InputError(f"{path}: missing (expected a JSON-lines file)")
+    torn = torn_last_line(path)
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, 1):
+            if number == torn:
+                return
+            try:
+                record = json.loads(raw)
+            except ValueError as e:
+                raise InputError(f"{path} line {number}: not valid JSON ({e}): {_clip(raw)}") from None
+            problem = validate(record)
+            if problem:
+                raise InputError(f"{path} line {number}: {problem}: {_clip(raw)}")
+            yield number, record
+
+
+def _clip(raw: bytes) -> str:
+    text = raw.decode(errors="replace").rstrip("\n")
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def _client_value_problem(record: dict[str, Any]) -> str | None:
+    f, kind, value = record["f"], record["type"], record.get("value")
+    if f not in ("append", "read"):
+        return None
+    if not isinstance(value, dict):
+        return f"a client {f} needs an object `value`"
+    if f == "append":
+        if kind == "invoke" and not isinstance(value.get("id"), str):
+            return "an append invoke needs a string value.id"
+        if kind == "ok" and not _is_int(value.get("log_index")):
+            return "an ok append needs an integer value.log_index"
+        return None
+    if kind == "invoke" and not (_is_int(value.get("from")) and _is_int(value.get("to"))):
+        return "a read invoke needs integer value.from and value.to"
+    if kind == "ok":
+        entries = value.get("entries")
+        if not isinstance(entries, list):
+            return "an ok read needs a list value.entries"
+        for entry in entries:
+            if not (isinstance(entry, list) and len(entry) == 2 and _is_int(entry[0])
+                    and (entry[1] is None or isinstance(entry[1], str))):
+                return f"read entry {entry!r} is not [log_index, id]"
+    return None
+
+
+def history_line_problem(record: Any) -> str | None:
+    """What is wrong with one history line on its own (None when it is well-formed)."""
+    if not isinstance(record, dict):
+        return "a history line must be a JSON object"
+    if not _is_int(record.get("index")) or record["index"] < 0:
+        return "`index` must be a non-negative integer"
+    if not _is_int(record.get("time")):
+        return "`time` must be an integer (nanoseconds)"
+    if record.get("type") not in OP_TYPES:
+        return f"`type` must be one of {', '.join(OP_TYPES)}"
+    process = record.get("process")
+    if not (_is_int(process) or process == NEMESIS):
+        return '`process` must be an integer or "nemesis"'
+    if not isinstance(record.get("f"), str):
+        return "`f` must be a string"
+    if process == NEMESIS:
+        return None
+    return _client_value_problem(record)
+
+
+class HistoryValidator:
+    """Checks each history line and the invoke/completion pairing across lines."""
+
+    def __init__(self) -> None:
+        self.line = 0
+        self.open: dict[Any, str] = {}
+
+    def __call__(self, record: Any) -> str | None:
+        problem = history_line_problem(record)
+        if problem:
+            return problem
+        if record["index"] != self.line:
+            return f"`index` is {record['index']}, expected {self.line} (its position in the file)"
+        self.line += 1
+        process, f = record["process"], record["f"]
+        if record["type"] == "invoke":
+            if process in self.open:
+                return f"process {process} invokes {f} before its {self.open[process]} completed"
+            self.open[process] = f
+        else:
+            if self.open.get(process) != f:
+                return f"process {process} completes {f} without an open invoke of {f}"
+            del self.open[process]
+        return None
+
+
+def final_line_problem(record: Any) -> str | None:
+    """What is wrong with one final-log line (`{"log_index", "term", "id"}`)."""
+    if not isinstance(record, dict):
+        return "a final-log line must be a JSON object"
+    if not _is_int(record.get("log_index")) or record["log_index"] < 0:
+        return "`log_index` must be a non-negative integer"
+    if "term" in record and not (_is_int(record["term"]) or record["term"] is None):
+        return "`term` must be an integer"
+    if not (record.get("id") is None or isinstance(record["id"], str)):
+        return "`id` must be a string or null (no-op)"
+    return None
+
+
+def event_line_problem(record: Any) -> str | None:
+    """What is wrong with one events.jsonl line; lines without `role` are not checked."""
+    if not isinstance(record, dict):
+        return "an events line must be a JSON object"
+    if "role" not in record:
+        return None
+    if record["role"] not in ROLES:
+        return f"`role` must be one of {', '.join(ROLES)}"
+    if not _is_int(record.get("term")):
+        return "`term` must be an integer"
+    if not isinstance(record.get("node"), str):
+        return "`node` must be a string"
+    if not (record.get("leader") is None or isinstance(record["leader"], str)):
+        return "`leader` must be a string or null"
+    return None
+
+
+def first_problem(path: Path, validate: Validator) -> InputError | None:
+    """The error for the first bad line of `path`, or None when every line is fine."""
+    try:
+        for _ in iter_jsonl(path, validate):
+            pass
+    except InputError as e:
+        return e
+    return None

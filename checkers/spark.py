@@ -1,0 +1,54 @@
+"""The SparkSession the checker runs on: local[*] on 127.0.0.1 by default, or a cluster.
+
+`--spark-master URL` or `SPARK_MASTER` picks a cluster (e.g. `spark://127.0.0.1:7077`);
+otherwise Spark runs embedded in this process. Either way the driver binds to 127.0.0.1,
+the UI is off and the JVM logs only errors.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+DEFAULT_MASTER = "local[*]"
+
+
+def master_url(requested: str | None = None) -> str:
+    """The master to use: the argument, else `SPARK_MASTER`, else local mode."""
+    return requested or os.environ.get("SPARK_MASTER") or DEFAULT_MASTER
+
+
+def session(master: str | None = None, *, shuffle_partitions: int = 8,
+            driver_memory: str | None = None) -> SparkSession:
+    """Get (or create) the checker's SparkSession on `master_url(master)`.
+
+    A second call in the same process returns the running session, whatever its master:
+    a process holds one SparkContext.
+    """
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    java_opts = f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}"
+    memory = driver_memory or os.environ.get("CHECKER_DRIVER_MEMORY", "4g")
+    builder = (
+        SparkSession.builder.master(master_url(master))
+        .appName("dledger-chaos-checker")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.memory", memory)
+        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.executor.extraJavaOptions", java_opts)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.executorEnv.PYTHONPATH", os.pathsep.join(sys.path))
+    )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,97 @@
+"""The DataFrames every check reads, built once per check run, and op references for witnesses.
+
+A witness names ops by their history `index` (invoke and completion) and time, so a person
+can find them in history.jsonl.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from checkers.finallogs import FinalLogs
+from checkers.history import History
+
+NOOP_KEY = "\u0000noop"  # stands for a no-op's null id where ids are compared
+
+
+@dataclass
+class Tables:
+    """History, final logs and what is derived from them, for histories `hid` 0..n-1."""
+
+    history: History
+    finals: FinalLogs
+    time_span: int
+    _cache: dict[str, DataFrame] = field(default_factory=dict)
+
+    @property
+    def appends(self) -> DataFrame:
+        return self.history.appends
+
+    @property
+    def reads(self) -> DataFrame:
+        return self.history.reads
+
+    @property
+    def read_entries(self) -> DataFrame:
+        return self.history.read_entries
+
+    @property
+    def cluster(self) -> DataFrame:
+        """The cluster's final log: hid, log_index, term, id."""
+        return self.finals.cluster
+
+    @property
+    def log_span(self) -> int:
+        return max((max(ends.values(), default=-1) for ends in self.finals.ends.values()), default=-1) + 1
+
+    def with_final_log(self, df: DataFrame) -> DataFrame:
+        """Only the rows of histories that have at least one final log."""
+        return df.where(F.col("hid").isin(*self.finals.longest)) if self.finals.longest else df.limit(0)
+
+    @property
+    def positions(self) -> DataFrame:
+        """hid, id, pos: where each id sits in the cluster's final log (its lowest index)."""
+        if "positions" not in self._cache:
+            self._cache["positions"] = self.cluster.where(F.col("id").isNotNull()).groupBy("hid", "id").agg(
+                F.min("log_index").alias("pos"))
+        return self._cache["positions"]
+
+    def claims(self, *, acks: bool) -> DataFrame:
+        """hid, log_index, id, source, ref: every statement of which id an index holds.
+
+        Sources: `read` (ref: the read's invoke index), `final:<node>`, and with `acks` the
+        ok appends' acknowledged index (`ack`, ref: the append's invoke index).
+        """
+        reads = self.read_entries.select("hid", "log_index", "id", F.lit("read").alias("source"),
+                                         F.col("rid").alias("ref"))
+        finals = self.finals.entries.select("hid", "log_index", "id",
+                                            F.concat(F.lit("final:"), "node").alias("source"),
+                                            F.lit(None).cast("long").alias("ref"))
+        claims = reads.unionByName(finals)
+        if acks:
+            ok = self.appends.where(F.col("status") == "ok").select(
+                "hid", F.col("ack_index").alias("log_index"), "id", F.lit("ack").alias("source"),
+                F.col("inv_index").alias("ref"))
+            claims = claims.unionByName(ok)
+        return claims
+
+
+def append_ref(prefix: str = "") -> Column:
+    """A reference to a row of `appends`: id, process, outcome, indexes and times."""
+    c = lambda name: F.col(prefix + name)  # noqa: E731
+    return F.struct(c("id").alias("id"), c("process").alias("process"), c("status").alias("type"),
+                    c("inv_index").alias("invoke_index"), c("inv_time").alias("invoke_time"),
+                    c("cmp_index").alias("complete_index"), c("cmp_time").alias("complete_time"),
+                    c("ack_index").alias("ack_index"))
+
+
+def read_ref(prefix: str = "") -> Column:
+    """A reference to a row of `reads`: range asked, highest index seen, indexes and times."""
+    c = lambda name: F.col(prefix + name)  # noqa: E731
+    return F.struct(c("process").alias("process"), c("node").alias("node"),
+                    c("rfrom").alias("from"), c("rto").alias("to"), c("seen_max").alias("saw_up_to"),
+                    c("rid").alias("invoke_index"), c("inv_time").alias("invoke_time"),
+                    c("cmp_index").alias("complete_index"), c("cmp_time").alias("complete_time"))
