@@ -26,7 +26,7 @@ from harness.nemesis_runner import NemesisRunner
 from harness.progress import ProgressLine, run_status
 from harness.results import create_run_dir, git_commit, point_latest, write_json
 from harness.workload import WorkloadState, start_workers
-from nemesis.catalogue import BUILDERS, build, parse_nemesis
+from nemesis.catalogue import BUILDERS, NemesisOptions, build, parse_nemesis
 from nodes.client import Client
 from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_UNKNOWN
 from nodes.messages import ReadMode
@@ -51,6 +51,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--nemesis-interval", type=float, default=10, help="seconds between fault changes (default 10)"
+    )
+    parser.add_argument(
+        "--partition-shapes",
+        default="isolate-leader,halves",
+        help="partition shapes to draw from: isolate-leader, isolate-one, halves, bridge",
+    )
+    parser.add_argument(
+        "--kill-targets",
+        default="one,leader,minority",
+        help="whom kill faults hit, drawn from: one, leader, minority",
     )
     parser.add_argument("--payload-size", type=int, default=100, help="bytes per appended body (default 100)")
     parser.add_argument("--flush", choices=("async", "sync"), default="sync", help="node flush policy")
@@ -97,6 +107,11 @@ def validate(args: argparse.Namespace) -> list[str]:
     if args.payload_size < 0 or args.witnesses < 0:
         raise ValueError("--payload-size and --witnesses must not be negative")
     args.workers = parse_concurrency(args.concurrency, args.nodes)
+    args.nemesis_options = NemesisOptions(
+        partition_shapes=tuple(s.strip() for s in args.partition_shapes.split(",") if s.strip()),
+        kill_targets=tuple(s.strip() for s in args.kill_targets.split(",") if s.strip()),
+    )
+    args.nemesis_options.validate()
     return parse_nemesis(args.nemesis)
 
 
@@ -141,43 +156,18 @@ def _configure_logging(run_dir: Path) -> logging.Handler:
     return handler
 
 
+REPLAYED_FLAGS = ("nodes", "time_limit", "concurrency", "rate", "nemesis", "nemesis_interval",
+                  "partition_shapes", "kill_targets", "payload_size", "flush", "timing", "read_mode",
+                  "read_fraction", "op_timeout")
+
+
 def reproduce_command(args: argparse.Namespace, seed: int, name: str) -> str:
     """The command line that reruns this test's schedule."""
-    parts = [
-        "python",
-        "-m",
-        "harness",
-        "run",
-        "--nodes",
-        str(args.nodes),
-        "--time-limit",
-        f"{args.time_limit:g}",
-        "--concurrency",
-        args.concurrency,
-        "--rate",
-        f"{args.rate:g}",
-        "--nemesis",
-        args.nemesis,
-        "--nemesis-interval",
-        f"{args.nemesis_interval:g}",
-        "--payload-size",
-        str(args.payload_size),
-        "--flush",
-        args.flush,
-        "--timing",
-        args.timing,
-        "--read-mode",
-        args.read_mode,
-        "--read-fraction",
-        f"{args.read_fraction:g}",
-        "--op-timeout",
-        f"{args.op_timeout:g}",
-        "--seed",
-        str(seed),
-        "--name",
-        name,
-    ]
-    return shlex.join(parts)
+    parts = ["python", "-m", "harness", "run"]
+    for flag in REPLAYED_FLAGS:
+        value = getattr(args, flag)
+        parts += [f"--{flag.replace('_', '-')}", f"{value:g}" if isinstance(value, float) else str(value)]
+    return shlex.join([*parts, "--seed", str(seed), "--name", name])
 
 
 def run_test(args: argparse.Namespace, faults: list[str], name: str, seed: int) -> tuple[int, Path]:
@@ -195,6 +185,8 @@ def run_test(args: argparse.Namespace, faults: list[str], name: str, seed: int) 
         "rate": args.rate,
         "nemesis": faults,
         "nemesis_interval": args.nemesis_interval,
+        "partition_shapes": list(args.nemesis_options.partition_shapes),
+        "kill_targets": list(args.nemesis_options.kill_targets),
         "payload_size": args.payload_size,
         "flush": args.flush,
         "timing": args.timing,
@@ -327,7 +319,7 @@ class TestRun:
         args = self.args
         t = time.monotonic()
         state = WorkloadState()
-        nemeses = build(self.faults, db)
+        nemeses = build(self.faults, db, args.nemesis_options)
         schedule = nemesis_schedule(self.seed, self.faults, args.nemesis_interval, args.time_limit)
         self.test["schedule"] = [[s.at, s.action, s.fault] for s in schedule]
         runner = NemesisRunner(nemeses, schedule, history, random.Random(f"{self.seed}/targets"))

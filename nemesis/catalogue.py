@@ -3,14 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from nemesis.base import Nemesis, Nodes
-from nemesis.kill import KillNemesis
-from nemesis.partition import PartitionNemesis
+from nemesis.kill import TARGETS, KillNemesis
+from nemesis.partition import SHAPES, PartitionNemesis
 
-BUILDERS: dict[str, Callable[[Nodes], Nemesis]] = {
-    "kill": KillNemesis,
-    "partition": PartitionNemesis,
+
+@dataclass(frozen=True)
+class NemesisOptions:
+    """Per-family choices from the command line."""
+
+    partition_shapes: tuple[str, ...] = ("isolate-leader", "halves")
+    kill_targets: tuple[str, ...] = ("one", "leader", "minority")
+
+    def validate(self) -> None:
+        """ValueError naming any shape or target that does not exist."""
+        for kind, chosen, known in (("partition shape", self.partition_shapes, SHAPES),
+                                    ("kill target", self.kill_targets, TARGETS)):
+            unknown = sorted(set(chosen) - set(known))
+            if unknown or not chosen:
+                what = ", ".join(unknown) or "none given"
+                raise ValueError(f"unknown {kind}(s): {what}; choose from {', '.join(known)}")
+
+
+BUILDERS: dict[str, Callable[[Nodes, NemesisOptions], Nemesis]] = {
+    "kill": lambda nodes, options: KillNemesis(nodes, options.kill_targets),
+    "partition": lambda nodes, options: PartitionNemesis(nodes, options.partition_shapes),
 }
 
 
@@ -23,6 +42,7 @@ def parse_nemesis(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def build(names: list[str], nodes: Nodes) -> dict[str, Nemesis]:
-    """The nemeses for `names`, keyed by name."""
-    return {name: BUILDERS[name](nodes) for name in names}
+def build(names: list[str], nodes: Nodes, options: NemesisOptions | None = None) -> dict[str, Nemesis]:
+    """The nemeses for `names`, keyed by name; ValueError for options a family does not know."""
+    options = options or NemesisOptions()
+    return {name: BUILDERS[name](nodes, options) for name in names}
