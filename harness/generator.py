@@ -49,7 +49,9 @@ class Mix:
     def next_op(self, rng: random.Random, process: int, seq: int, known_end: int) -> Op:
         """The next op for `process`, its `seq`-th; `known_end` is the highest acknowledged index."""
         if known_end >= 0 and rng.random() < self.read_fraction:
-            last = rng.randint(0, known_end)
+            # Reads reach a little past the highest acknowledged index, where entries that are
+            # in flight (or that a faulty node would expose too early) live.
+            last = rng.randint(0, known_end + self.max_read_span)
             first = last if rng.random() < 0.5 else max(0, last - rng.randint(1, self.max_read_span))
             return Op("read", {"from": first, "to": last})
         append_id = f"p{process}-{seq}"
