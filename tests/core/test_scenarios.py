@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from scripted_cluster import ScriptedCluster, entries
-
 from nodes.core import CoreConfig
 from nodes.election import Role
 from nodes.messages import (
@@ -15,6 +13,7 @@ from nodes.messages import (
     ResponseCode,
     TransferResponse,
 )
+from nodes.sim.scripted import ScriptedCluster, entries
 
 
 def test_figure_8_an_earlier_term_entry_is_not_committed_by_counting() -> None:

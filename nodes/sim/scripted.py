@@ -1,12 +1,14 @@
-"""A small, fully scripted driver for core tests: instant delivery, explicit partitions and filters.
+"""A small, fully scripted cluster driver: instant delivery, explicit partitions and filters.
 
 Time advances in fixed ticks; every message sent during a tick is delivered within it
-(unless a partition or a filter drops it), so a scenario reads like the Raft paper's.
+(unless a partition or a filter drops it), so a test scenario reads like the Raft paper's.
+The core benchmark drives it too.
 """
 
 from __future__ import annotations
 
 import random
+from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -47,9 +49,10 @@ class ScriptedCluster:
         self.blocked: set[tuple[str, str]] = set()
         self.filters: list[Filter] = []
         self.sent: list[tuple[str, str, PeerMessage]] = []
+        self.keep_sent = True
         self.responses: dict[int, ClientResponse] = {}
         self.auto_flush = dict.fromkeys(self.names, True)
-        self._queue: list[tuple[str, str, PeerMessage]] = []
+        self._queue: deque[tuple[str, str, PeerMessage]] = deque()
         self._rid = 0
         for name in self.names:
             if name not in down:
@@ -79,7 +82,8 @@ class ScriptedCluster:
         if ready.persist is not None:
             self.persisted[name] = ready.persist
         for peer, message in ready.messages:
-            self.sent.append((name, peer, message))
+            if self.keep_sent:
+                self.sent.append((name, peer, message))
             self._queue.append((name, peer, message))
         self.responses.update(ready.completions)
         store = self.stores[name]
@@ -104,7 +108,7 @@ class ScriptedCluster:
 
     def deliver(self) -> None:
         while self._queue:
-            sender, receiver, message = self._queue.pop(0)
+            sender, receiver, message = self._queue.popleft()
             core = self.cores[receiver]
             if core is None or (sender, receiver) in self.blocked or any(f(sender, receiver, message)
                                                                         for f in self.filters):
