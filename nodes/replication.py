@@ -120,7 +120,10 @@ class Dispatcher:
             inflight.append(_Inflight(seq, last, now))
             self.next_index = last + 1
             self._sent_commit, self._sent_commit_at = commit, now
-        if not inflight and (commit > self._sent_commit or now - self._sent_commit_at >= timing.heartbeat_ms):
+        # COMMIT when idle: soon after the commit index moved (a busy stream carries it in
+        # its APPENDs instead), else once per heartbeat interval.
+        wait = timing.push_retry_ms if commit > self._sent_commit else timing.heartbeat_ms
+        if not inflight and now - self._sent_commit_at >= wait:
             send(self.peer, PushRequest(term, leader, next_seq(), PushType.COMMIT, -1, -1, commit, []))
             self._sent_commit, self._sent_commit_at = commit, now
 

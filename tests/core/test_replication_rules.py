@@ -113,8 +113,12 @@ def test_idle_dispatcher_sends_commit() -> None:
     leader = Leader(store_with(1))
     (compare,) = leader.pump()
     leader.answer(compare, OK, match=0, end=0)
-    (commit,) = leader.pump(commit=0)
+    assert leader.pump(now=1.0, commit=0) == []  # a busy stream would carry it: wait a little
+    (commit,) = leader.pump(now=TIMING.push_retry_ms, commit=0)
     assert (commit.type, commit.commit_index) == (PushType.COMMIT, 0)
+    assert leader.pump(now=TIMING.push_retry_ms + 1, commit=0) == []
+    (periodic,) = leader.pump(now=TIMING.push_retry_ms + TIMING.heartbeat_ms, commit=0)
+    assert periodic.type is PushType.COMMIT
 
 
 def push(type_: PushType, index: int, index_term: int, *new: Entry, commit: int = -1) -> PushRequest:
