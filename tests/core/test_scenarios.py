@@ -6,6 +6,8 @@ from nodes.core import CoreConfig
 from nodes.election import Role
 from nodes.messages import (
     AppendResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
     PushRequest,
     PushType,
     ReadMode,
@@ -260,3 +262,55 @@ def test_restart_keeps_term_and_vote_and_does_not_lead_its_old_term_again() -> N
     assert c.core(leader).term >= term
     c.run_until(lambda: len(c.leaders()) == 1)
     assert c.core(c.leaders()[0]).term > term
+
+
+def test_leader_steps_down_on_any_reply_with_a_higher_term() -> None:
+    # DLedger master (issues #247/#325): older versions ignored it and stayed stuck
+    c = ScriptedCluster(3)
+    leader = c.elect()
+    core = c.core(leader)
+    term = core.term
+    follower = next(n for n in c.names if n != leader)
+    core.receive(follower, HeartbeatResponse(term + 3, ResponseCode.EXPIRED_TERM, 1), c.now)
+    c.drain(leader)
+    assert core.role is Role.CANDIDATE
+    c.run(10)
+    assert core.term == term + 3  # adopted at its next round, without campaigning yet
+    assert c.persisted[leader] == (term + 3, None)
+
+
+def test_leader_hearing_of_another_leader_in_its_term_becomes_candidate() -> None:
+    c = ScriptedCluster(3)
+    leader = c.elect()
+    core = c.core(leader)
+    others = [n for n in c.names if n != leader]
+    c.isolate(leader)  # only the forged answers below reach it
+    c.run(c.config.timing.heartbeat_ms)
+    seq = core._confirm.last_seq
+    for n in others:
+        core.receive(n, HeartbeatResponse(core.term, ResponseCode.INCONSISTENT_LEADER, seq), c.now)
+    assert core.role is Role.CANDIDATE and core.term == c.persisted[leader][0]
+
+
+def test_leader_resends_heartbeats_at_once_when_followers_are_not_ready() -> None:
+    c = ScriptedCluster(3)
+    leader = c.elect()
+    core = c.core(leader)
+    c.isolate(leader)
+    c.run(c.config.timing.heartbeat_ms)
+    seq = core._confirm.last_seq
+    for n in c.names:
+        if n != leader:
+            core.receive(n, HeartbeatResponse(core.term, ResponseCode.TERM_NOT_READY, seq), c.now)
+    c.drain(leader)
+    before = len(c.sent)
+    c.run(c.tick_ms)
+    assert any(isinstance(m, HeartbeatRequest) for _s, _r, m in c.sent[before:])
+    assert core.role is Role.LEADER
+
+
+def test_isolated_candidate_keeps_its_term_across_many_rounds() -> None:
+    c = ScriptedCluster(3, down=("n2", "n3"))
+    c.run(5000)
+    core = c.core("n1")
+    assert core.role is Role.CANDIDATE and core.term == 0  # parse rule 3: never bumped
