@@ -55,7 +55,7 @@ class SimConfig:
     tick_ms: float = 10.0
     fsync_ms: float = 2.0
     async_flush_ms: float = 10.0
-    liveness_ms: float = 20000.0
+    liveness_ms: float | None = None  # None: 20 s, or 30 leader-loss timeouts if longer
     check_every: int = 250
     fault_gap_ms: tuple[float, float] = (50.0, 600.0)
     fault_length_ms: tuple[float, float] = (100.0, 1500.0)
@@ -113,6 +113,7 @@ class Simulation:
         self.network = Network(random.Random(rng.getrandbits(64)))
         lease_guard = config.lease_guard if config.lease_guard is not None else rng.random() < 0.5
         self.core_config = CoreConfig(timing_profile(config.profile), config.flush, lease_guard)
+        self._liveness_ms = config.liveness_ms or max(20000.0, 30 * self.core_config.timing.leader_lost_ms)
         self.clocks = {n: SkewedClock(0.0, rng.uniform(0.0, 1e6), 1.0) for n in self.names}
         self.disks = {n: SimDisk() for n in self.names}
         self.cores: dict[str, Core | None] = dict.fromkeys(self.names)
@@ -172,13 +173,13 @@ class Simulation:
         while queue:
             if not self.healed and self.step >= cfg.steps:
                 self._heal()
-                deadline = self.now + cfg.liveness_ms
+                deadline = self.now + self._liveness_ms
             if deadline is not None:
                 if self._live():
                     break
                 if self.now > deadline:
                     raise Violation("liveness", "no leader committed a probe and caught every node up "
-                                    f"within {cfg.liveness_ms:.0f} ms after healing: {self._roles()}")
+                                    f"within {self._liveness_ms:.0f} ms after healing: {self._roles()}")
             self.now, _, kind, node, payload = heapq.heappop(queue)
             self.step += 1
             handlers[kind](node, payload)
