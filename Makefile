@@ -34,7 +34,7 @@ chaos: setup debootstrap
 	$(PY) -m harness run --nodes 5 --time-limit 60 --nemesis kill,partition
 
 sim: setup
-	$(PY) -m nodes simulate-many --budget 300
+	$(PY) -m nodes simulate-many --budget 300 --json bench/results/sim.json
 
 bench: bench-store bench-node bench-failover bench-checker
 
