@@ -456,8 +456,7 @@ class Core:
     def _on_vote_request(self, sender: str, req: VoteRequest) -> None:
         result = judge_vote(req, self._voter_view())
         if result is VoteResult.REJECT_TERM_NOT_READY:
-            self._become_candidate(req.term)
-            self._increase_term_now = True
+            self._adopt_next_round(req.term)
         elif result is VoteResult.ACCEPT and self.vote_for != req.candidate:
             self.vote_for = req.candidate
             self._persist()
@@ -493,15 +492,11 @@ class Core:
             self._last_leader_contact = self._now
             self._guard_until = self._now + self.timing.leader_lost_ms
         elif code is ResponseCode.TERM_NOT_READY:
-            self._become_candidate(req.term)
-            self._increase_term_now = True
+            self._adopt_next_round(req.term)
         self._send(sender, HeartbeatResponse(self.term, code, req.seq))
 
     def _on_heartbeat_response(self, sender: str, resp: HeartbeatResponse) -> None:
-        if resp.term > self.term:
-            self._step_down(resp.term)
-            return
-        if self.role is not Role.LEADER or resp.term != self.term:
+        if not self._reply_counts(resp.term):
             return
         conf = self._confirm
         if conf.answer(sender, resp.seq, resp.code):
@@ -512,10 +507,17 @@ class Core:
             elif conf.inconsistent:
                 self._become_candidate(self.term)
 
-    def _step_down(self, term: int) -> None:
-        """A reply showed a higher term: stop leading or campaigning, adopt it next round."""
+    def _adopt_next_round(self, term: int) -> None:
+        """A higher term was seen: become candidate and raise the term at the next round."""
         self._become_candidate(term)
         self._increase_term_now = True
+
+    def _reply_counts(self, term: int) -> bool:
+        """For a reply to the leader: adopt a higher term, else True if it is for this leadership."""
+        if term > self.term:
+            self._adopt_next_round(term)
+            return False
+        return self.role is Role.LEADER and term == self.term
 
     def _leader_tick(self, now: float) -> None:
         if now - self._confirm.confirmed_at > self.timing.leader_lost_ms:
@@ -599,10 +601,7 @@ class Core:
         self._set_commit(min(leader_commit, self._leader_match))
 
     def _on_push_response(self, sender: str, resp: PushResponse) -> None:
-        if resp.term > self.term:
-            self._step_down(resp.term)
-            return
-        if self.role is not Role.LEADER or resp.term != self.term:
+        if not self._reply_counts(resp.term):
             return
         disp = self._dispatchers.get(sender)
         if disp is None:
@@ -682,8 +681,7 @@ class Core:
         if req.term != self.term or req.leader != self.leader or self.role is not Role.FOLLOWER:
             return
         self._taking = TakeLeadership(self.term + 1, self._now + self.timing.transfer_timeout_ms)
-        self._become_candidate(self.term + 1)
-        self._increase_term_now = True
+        self._adopt_next_round(self.term + 1)
         self._candidate_tick(self._now)
 
     def _check_preferred(self, now: float) -> None:
