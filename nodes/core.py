@@ -508,7 +508,10 @@ class Core:
                 self._become_candidate(self.term)
 
     def _adopt_next_round(self, term: int) -> None:
-        """A higher term was seen: become candidate and raise the term at the next round."""
+        """A higher term was seen: become candidate and raise the term at the next round
+        (a vote round of an older term still waiting for answers is abandoned)."""
+        if term > self.term:
+            self._round = None
         self._become_candidate(term)
         self._increase_term_now = True
 
