@@ -42,7 +42,11 @@ class Result:
 
 
 class Ssh:
-    """One SSH connection to a node, as root, authenticated with the run's key."""
+    """One SSH connection to a node, as root, authenticated with the run's key.
+
+    `exec` and `check` may be called from several threads at once (each is its own
+    channel); the SFTP copies share one session and are for one thread at a time.
+    """
 
     def __init__(self, host: str, port: int, key: paramiko.PKey, *, name: str = "", user: str = "root"):
         self.host = host
