@@ -276,6 +276,8 @@ class TestRun:
         ]
         t = time.monotonic()
         db = Db(args.nodes, serve_args=serve_args, key_dir=self.run_dir / "ssh")
+        self.test["run_id"] = db.run_id
+        write_json(self.run_dir / "test.json", self.test)
         db.setup()
         try:
             db.start()
@@ -284,7 +286,7 @@ class TestRun:
             with History(self.run_dir / "history.jsonl") as history:
                 self.workload(db, history)
             t = time.monotonic()
-            with Client(db.client_peers(), timeout=args.op_timeout) as client:
+            with Client(db.network_peers(), timeout=args.op_timeout) as client:
                 catch_up = wait_for_catch_up(client, db.names, args.catch_up_timeout)
                 self.test["catch_up"] = {
                     "leader": catch_up.leader,
@@ -327,7 +329,7 @@ class TestRun:
         leader_box: dict[str, str | None] = {"leader": self.test.get("first_leader")}
 
         def connect() -> Client:
-            return Client(db.client_peers(), timeout=args.op_timeout)
+            return Client(db.network_peers(), timeout=args.op_timeout)
 
         def render() -> str:
             leader_box["leader"] = db.leader(timeout=0.5)

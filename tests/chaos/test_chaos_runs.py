@@ -1,0 +1,95 @@
+"""End to end: `python -m harness run` against containers, checked and reported.
+
+A healthy cluster under kills and partitions passes; a cluster weakened on purpose
+(DLedger's unsafe reads, which show uncommitted entries) is caught; an interrupted run
+leaves a usable results folder and nothing running.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+
+import pytest
+import tenacity
+from chaosrun import REPO, harness_run, leftovers, only_run_dir, read_json
+
+pytestmark = [pytest.mark.docker, pytest.mark.chaos]
+
+
+@pytest.fixture
+def results(tmp_path):
+    return tmp_path / "results"
+
+
+def test_short_chaos_run_is_valid_and_complete(results):
+    done = harness_run(results, "--nodes", "3", "--time-limit", "20", "--nemesis", "kill,partition",
+                       "--nemesis-interval", "4", "--rate", "300", "--seed", "11", "--name", "short")
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = only_run_dir(results)
+    verdict = read_json(run_dir / "results.json")
+    assert verdict["valid"] is True
+    assert "valid: true" in done.stdout and f"report: {run_dir}/report.html" in done.stdout
+    for name in ("test.json", "history.jsonl", "harness.log", "results.json", "report.html",
+                 "latency-raw.png", "latency-quantiles.png", "rate.png"):
+        assert (run_dir / name).stat().st_size > 0, name
+    for node in ("n1", "n2", "n3"):
+        assert (run_dir / "final" / f"{node}.jsonl").stat().st_size > 0
+        for name in ("node.log", "events.jsonl"):
+            assert (run_dir / "nodes" / node / name).stat().st_size > 0
+        assert any((run_dir / "nodes" / node / "data").iterdir()), "store files collected"
+    test = read_json(run_dir / "test.json")
+    assert test["seed"] == 11 and "--seed 11" in test["reproduce"]
+    ops = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+    faults = {op["f"] for op in ops if op["process"] == "nemesis"}
+    assert faults & {"kill", "start-partition"}, "the nemesis acted"
+    assert sum(1 for op in ops if op["type"] == "ok") > 500
+    assert leftovers(test["run_id"]) == []
+
+
+def test_unsafe_reads_of_an_isolated_leader_are_caught(results):
+    done = harness_run(results, "--nodes", "3", "--time-limit", "30", "--nemesis", "partition",
+                       "--partition-shapes", "isolate-leader", "--nemesis-interval", "10",
+                       "--timing", "dledger", "--read-mode", "unsafe", "--read-fraction", "0.5",
+                       "--rate", "300", "--seed", "5", "--name", "unsafe")
+    run_dir = only_run_dir(results)
+    verdict = read_json(run_dir / "results.json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert verdict["valid"] is False
+    broken = {name for name, check in verdict["checks"].items() if check["valid"] is False}
+    assert broken & {"divergence", "lost", "aborted-read"}, broken
+    assert "INVALID" in done.stdout or "valid: false" in done.stdout
+    assert leftovers(read_json(run_dir / "test.json")["run_id"]) == []
+
+
+def test_interrupted_run_leaves_usable_results_and_no_containers(results):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "--results-dir", str(results), "--nodes", "3",
+         "--time-limit", "120", "--nemesis", "kill", "--nemesis-interval", "3", "--name", "interrupted"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        waiting = tenacity.Retrying(stop=tenacity.stop_after_delay(600), wait=tenacity.wait_fixed(0.5),
+                                    retry=tenacity.retry_if_exception_type(AssertionError), reraise=True)
+        for attempt in waiting:
+            with attempt:
+                assert process.poll() is None, process.communicate()
+                history = results / "latest" / "history.jsonl"
+                assert history.exists() and history.read_text().count("\n") > 300
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=180)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 2, out + err
+    run_dir = only_run_dir(results)
+    test = read_json(run_dir / "test.json")
+    assert test["interrupted"] is True and leftovers(test["run_id"]) == []
+    assert f"python -m checkers check {run_dir}" in err
+    lines = (run_dir / "history.jsonl").read_text().splitlines()
+    assert all(json.loads(line)["index"] == i for i, line in enumerate(lines)), "a clean, parseable prefix"
+    check = subprocess.run([sys.executable, "-m", "checkers", "check", str(run_dir)], cwd=REPO,
+                           capture_output=True, text=True, timeout=600)
+    assert check.returncode in (0, 2), check.stdout + check.stderr
+    assert (run_dir / "results.json").exists()
