@@ -49,10 +49,14 @@ class Mix:
     def next_op(self, rng: random.Random, process: int, seq: int, known_end: int) -> Op:
         """The next op for `process`, its `seq`-th; `known_end` is the highest acknowledged index."""
         if known_end >= 0 and rng.random() < self.read_fraction:
-            # Reads reach a little past the highest acknowledged index, where entries that are
-            # in flight (or that a faulty node would expose too early) live.
-            last = rng.randint(0, known_end + self.max_read_span)
-            first = last if rng.random() < 0.5 else max(0, last - rng.randint(1, self.max_read_span))
+            # Half the reads look at the tail, just before and past the highest acknowledged
+            # index, where in-flight entries live (and where a faulty node exposes entries too
+            # early); the others anywhere in the log.
+            if rng.random() < 0.5:
+                last = known_end + rng.randint(1, self.max_read_span)
+            else:
+                last = rng.randint(0, known_end)
+            first = last if rng.random() < 0.3 else max(0, last - rng.randint(1, self.max_read_span))
             return Op("read", {"from": first, "to": last})
         append_id = f"p{process}-{seq}"
         return Op("append", {"id": append_id}, encode_payload(append_id, self.payload_size))

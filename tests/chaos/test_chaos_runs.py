@@ -52,7 +52,8 @@ def test_short_chaos_run_is_valid_and_complete(results):
 def test_unsafe_reads_of_an_isolated_leader_are_caught(results):
     done = harness_run(results, "--nodes", "3", "--time-limit", "30", "--nemesis", "partition",
                        "--partition-shapes", "isolate-leader", "--nemesis-interval", "10",
-                       "--timing", "dledger", "--read-mode", "unsafe", "--read-fraction", "0.5",
+                       "--timing", "dledger", "--read-mode", "unsafe", "--read-fraction", "0.8",
+                       "--concurrency", "4n",
                        "--rate", "300", "--seed", "5", "--name", "unsafe")
     run_dir = only_run_dir(results)
     verdict = read_json(run_dir / "results.json")

@@ -36,7 +36,8 @@ def test_reads_reach_just_past_the_acknowledged_end():
     reads = [mix.next_op(rng, 0, i, 40) for i in range(500)]
     assert all(op.f == "read" for op in reads)
     assert all(0 <= op.value["from"] <= op.value["to"] <= 45 for op in reads)
-    assert any(op.value["to"] > 40 for op in reads), "in-flight indexes are read too"
+    tail = sum(1 for op in reads if op.value["to"] > 40)
+    assert 150 < tail < 350, "about half the reads look past the acknowledged end"
     assert all(op.value["to"] - op.value["from"] <= 5 for op in reads)
     assert any(op.value["from"] == op.value["to"] for op in reads)
     assert any(op.value["from"] < op.value["to"] for op in reads)
