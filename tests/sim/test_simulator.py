@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +36,7 @@ def test_the_same_seed_replays_byte_for_byte() -> None:
     cmd = [sys.executable, "-m", "nodes", "simulate", "--seed", "42", "--nodes", "3", "--steps", "1500"]
     first = subprocess.run(cmd, capture_output=True, check=True, timeout=120).stdout
     second = subprocess.run(cmd, capture_output=True, check=True, timeout=120,
-                            env={"PYTHONHASHSEED": "123"}).stdout
+                            env={**os.environ, "PYTHONHASHSEED": "123"}).stdout
     assert first == second and b"no violation" in first
 
 
