@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: setup debootstrap test lint chaos image sim bench bench-store bench-node bench-failover bench-checker clean
+.PHONY: setup debootstrap test lint chaos image sim bench bench-store bench-node bench-failover bench-checker bench-harness clean
 
 setup: $(STAMP)
 
@@ -36,7 +36,7 @@ chaos: setup debootstrap
 sim: setup
 	$(PY) -m nodes simulate-many --budget 300 --json bench/results/sim.json
 
-bench: bench-store bench-node bench-failover bench-checker
+bench: bench-store bench-node bench-failover bench-checker bench-harness
 
 bench-store: setup
 	$(PY) bench/store.py
@@ -46,6 +46,9 @@ bench-node: setup
 
 bench-failover: setup
 	$(PY) bench/failover.py
+
+bench-harness: setup debootstrap
+	$(PY) bench/harness.py
 
 bench-checker: setup
 	$(PY) bench/checker.py
