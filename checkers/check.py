@@ -52,10 +52,14 @@ def check_many(dirs: list[ResultsDir], spark: SparkSession, *, witnesses: int = 
     history = load_history(spark, dirs)
     try:
         finals = load_final_logs(spark, dirs)
+    except BaseException:
+        history.unpersist()
+        raise
+    span = max((s.get("duration_ns") or 0 for s in history.stats.values()), default=0)
+    tables = Tables(history, finals, time_span=span)
+    try:
         events = load_events(spark, dirs)
         stores = load_stores(spark, dirs)
-        span = max((s.get("duration_ns") or 0 for s in history.stats.values()), default=0)
-        tables = Tables(history, finals, time_span=span)
         loaded = time.monotonic()
         parts: list[DataFrame] = [
             durability.lost(tables), durability.recovered(tables), durability.aborted_read(tables),
@@ -66,7 +70,7 @@ def check_many(dirs: list[ResultsDir], spark: SparkSession, *, witnesses: int = 
         ]
         found = collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses)
     finally:
-        history.unpersist()
+        tables.unpersist()
     timing = {"load_s": round(loaded - started, 3), "check_s": round(time.monotonic() - loaded, 3),
               "spark_master": spark.sparkContext.master}
     results = []

@@ -42,7 +42,7 @@ def load_final_logs(spark: SparkSession, dirs: list[ResultsDir]) -> FinalLogs:
     if bad > expected_torn_lines(files):
         raise_first_problem(files, final_line_problem, bad)
     entries = raw.where(~is_corrupt() & F.col("log_index").isNotNull()).select(
-        "hid", F.col("src_node").alias("node"), "log_index", "term", "id")
+        "hid", F.col("src_node").alias("node"), "log_index", "term", "id").cache()
     ends: dict[int, dict[str, int]] = {}
     for f in files:
         ends.setdefault(f.hid, {})[f.node or ""] = -1

@@ -96,7 +96,11 @@ def load_history(spark: SparkSession, dirs: list[ResultsDir]) -> History:
             .withColumn("prev_f", F.lag("f").over(by_process)))
     paired = rows.withColumn("bad", _bad_line()).withColumn(
         "bad_pair", client & F.coalesce(_bad_pairing(), F.lit(False))).cache()
-    stats = _validate(paired, files)
+    try:
+        stats = _validate(paired, files)
+    except BaseException:
+        paired.unpersist()
+        raise
     good = paired.where(~F.col("bad") & client)
     invokes = good.where(F.col("type") == "invoke").withColumn(
         "done", F.col("next_type").isNotNull() & (F.col("next_type") != "invoke"))

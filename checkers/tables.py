@@ -26,6 +26,13 @@ class Tables:
     time_span: int
     _cache: dict[str, DataFrame] = field(default_factory=dict)
 
+    def unpersist(self) -> None:
+        """Drop every cached DataFrame of this check run."""
+        self.history.unpersist()
+        self.finals.entries.unpersist()
+        for df in self._cache.values():
+            df.unpersist()
+
     @property
     def appends(self) -> DataFrame:
         return self.history.appends
@@ -56,7 +63,7 @@ class Tables:
         """hid, id, pos: where each id sits in the cluster's final log (its lowest index)."""
         if "positions" not in self._cache:
             self._cache["positions"] = self.cluster.where(F.col("id").isNotNull()).groupBy("hid", "id").agg(
-                F.min("log_index").alias("pos"))
+                F.min("log_index").alias("pos")).cache()
         return self._cache["positions"]
 
     def claims(self, *, acks: bool) -> DataFrame:

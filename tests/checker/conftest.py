@@ -1,4 +1,8 @@
-"""One SparkSession for every checker test (starting Spark costs seconds, so it is shared)."""
+"""One SparkSession and one batch check of every test folder, shared by the checker tests.
+
+Starting Spark and compiling its queries costs seconds, so every folder in `cases.build`
+is checked in a single `check_many` call (one Spark job per check for all of them).
+"""
 
 from __future__ import annotations
 
@@ -17,3 +21,16 @@ def spark():
     spark = session("local[2]", shuffle_partitions=2)
     yield spark
     spark.stop()
+
+
+@pytest.fixture(scope="session")
+def checked(spark, tmp_path_factory):
+    """name -> (Case, Spark verdict) for every folder of `cases.build`."""
+    from cases import build
+
+    from checkers.check import check_many
+    from checkers.layout import ResultsDir
+
+    cases = build(tmp_path_factory.mktemp("checker-cases"))
+    results = check_many([ResultsDir.open(c.path) for c in cases.values()], spark, witnesses=1000)
+    return {name: (case, result) for (name, case), result in zip(cases.items(), results, strict=True)}

@@ -352,6 +352,37 @@ def _election_safety(sim: Sim, rng: random.Random) -> dict[str, Any]:
     return {"term": line["term"]}
 
 
+def _shift_ack(sim: Sim, rng: random.Random) -> dict[str, Any]:
+    _, done = rng.choice(sim.ops("append", "ok"))
+    done["value"] = {**done["value"], "log_index": done["value"]["log_index"] + rng.choice((-1, 1))}
+    return {"id": done["value"]["id"]}
+
+
+def _swap_any(sim: Sim, rng: random.Random) -> dict[str, Any]:
+    i, j = rng.sample(range(len(sim.log)), 2)
+
+    def swap(entries: list[dict[str, Any]]) -> None:
+        entries[i]["id"], entries[j]["id"] = entries[j]["id"], entries[i]["id"]
+    _set_final(sim, sim.nodes, swap)
+    return {}
+
+
+def _truncate_read(sim: Sim, rng: random.Random) -> dict[str, Any]:
+    inv, done = rng.choice([r for r in _reads(sim) if r[1]["value"]["entries"]])
+    entries = done["value"]["entries"]
+    done["value"]["entries"] = entries[:rng.randrange(len(entries))]
+    return {"read": sim.history.index(inv)}
+
+
+def _drop_tail(sim: Sim, rng: random.Random) -> dict[str, Any]:
+    """A run cut off mid-way: the last lines of the history are gone."""
+    del sim.history[len(sim.history) - rng.randrange(1, 6):]
+    return {}
+
+
+MUTATIONS: dict[str, Injection] = {
+    "shift-ack": _shift_ack, "swap-final": _swap_any, "truncate-read": _truncate_read, "drop-tail": _drop_tail,
+}
 INJECTIONS: dict[str, Injection] = {
     "lost": _lost, "divergence": _divergence, "duplicate": _duplicate, "phantom": _phantom,
     "aborted-read": _aborted_read, "index-mismatch": _index_mismatch, "realtime-reorder": _realtime_reorder,
@@ -361,5 +392,5 @@ INJECTIONS: dict[str, Injection] = {
 
 
 def inject(sim: Sim, name: str, rng: random.Random) -> dict[str, Any]:
-    """Break `sim` with anomaly `name`; returns fields the check's witness must show."""
-    return INJECTIONS[name](sim, rng)
+    """Break `sim` with anomaly `name` (or a MUTATIONS name); returns fields the witness must show."""
+    return {**INJECTIONS, **MUTATIONS}[name](sim, rng)
