@@ -227,15 +227,12 @@ class Core:
         if code is not None:
             self._complete(request_id, AppendResponse(code, self.term, -1, -1, self.leader))
             return
-        first = self.store.end_index + 1
         try:
-            for body in bodies:
-                self.store.append_leader(self.term, body)
+            indexes = self.store.append_many(self.term, bodies)
         except DiskFullError:
             self._complete(request_id, AppendResponse(ResponseCode.DISK_FULL, self.term, -1, -1, self.leader))
-            if self.store.end_index < first:
-                return
-        last = self.store.end_index
+            return
+        first, last = indexes.start, indexes.stop - 1
         self._pending.append(_PendingAppend(last, request_id, first, now + self.timing.append_timeout_ms))
         self._replicate()
 

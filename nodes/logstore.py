@@ -70,6 +70,10 @@ class LogStore(Protocol):
         """Append as leader: the store assigns index `end_index + 1`."""
         ...
 
+    def append_many(self, term: int, bodies: Sequence[bytes], magic: int = MAGIC_NORMAL) -> range:
+        """Append `bodies` as leader at consecutive indexes (all or none); return the indexes."""
+        ...
+
     def append(self, entries: Sequence[Entry]) -> None:
         """Append as follower: entries must continue the log consecutively, terms non-decreasing."""
         ...

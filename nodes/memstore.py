@@ -50,6 +50,13 @@ class MemStore:
         self._log.append(entry)
         return entry
 
+    def append_many(self, term: int, bodies: Sequence[bytes], magic: int = MAGIC_NORMAL) -> range:
+        if term < self.end_term:
+            raise StoreError(f"leader append in term {term} after an entry of term {self.end_term}")
+        first = len(self._log)
+        self._log.extend(Entry(i, term, body, magic) for i, body in enumerate(bodies, first))
+        return range(first, len(self._log))
+
     def append(self, entries: Sequence[Entry]) -> None:
         expected, term = len(self._log), self.end_term
         for e in entries:

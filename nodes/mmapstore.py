@@ -15,6 +15,11 @@ Threads: every method is safe to call from several threads. Which calls block:
   block on disk IO.
 * reads, `term_at`, `set_committed` and the properties only touch memory.
 
+Reads of the latest entries this process wrote (the leader pushing what it just appended)
+come from an in-memory tail of those `Entry` objects, not from the mmaps: the bytes are
+the ones just written, so re-checking their CRCs would only cost time. Entries read from
+the files (after a restart, or older than the tail) are CRC-checked.
+
 In `async` flush mode (DLedger's) a background thread flushes every `flush_interval_ms`.
 """
 
@@ -49,6 +54,8 @@ from nodes.segments import SegmentList
 DEFAULT_DATA_SEGMENT = 1 << 30  # DLedger: 1 GiB
 DEFAULT_INDEX_SEGMENT = 160 << 20  # DLedger: 160 MiB
 FlushMode = Literal["async", "sync"]
+TAIL_ENTRIES = 8192  # the in-memory tail keeps at least this many of the latest entries ...
+TAIL_BYTES = 32 << 20  # ... while their bodies take at most this many bytes
 
 
 class CorruptEntryError(StoreError):
@@ -87,6 +94,9 @@ class MmapStore:
         self._synced_pos = state.write_pos
         self._index_synced = state.end_index
         self._committed = -1
+        self._tail: list[Entry] = []  # the latest entries written, `_tail[0]` at `_tail_first`
+        self._tail_first = state.end_index + 1
+        self._tail_bytes = 0
         self._closed = False
         self._disk_full = False
         self._retention = retention
@@ -157,7 +167,7 @@ class MmapStore:
                 raise StoreError(f"leader append at term {term} is below the log's end term "
                                  f"{self._end_term}")
             first = self._end_index + 1
-            last = self._write((magic, term, 0, body) for body in bodies)
+            last = self._write([Entry(i, term, body, magic) for i, body in enumerate(bodies, first)])
         if self._sync and wait:
             self._flusher.sync_to(last)
         return range(first, last + 1)
@@ -180,7 +190,7 @@ class MmapStore:
                     raise StoreError(f"follower append of index {e.index} at term {e.term} is below "
                                      f"the previous term {term}")
                 expect, term = expect + 1, e.term
-            last = self._write((e.magic, e.term, e.channel, e.body) for e in entries)
+            last = self._write(entries)
         if self._sync and wait:
             self._flusher.sync_to(last)
 
@@ -197,12 +207,12 @@ class MmapStore:
             raise DiskFullError(f"disk holding {self.directory} is above the disk-full ratio: "
                                 f"appends are refused until space is freed")
 
-    def _write(self, items: Iterable[tuple[int, int, int, bytes]]) -> int:
-        """Write entries (magic, term, channel, body) after the end; return the last index.
-        Caller holds the lock and has validated them."""
+    def _write(self, entries: Sequence[Entry]) -> int:
+        """Write `entries` (indexes from `end_index + 1` on) after the end and keep them in
+        the tail; return the last index. Caller holds the lock and has validated them."""
         data, index = self._data, self._index
         pos, idx, chain = self._write_pos, self._end_index + 1, self._end_chain
-        first, wterm = idx, self._end_term
+        first, wterm, nbytes = idx, self._end_term, 0
         seg = data.ensure(pos)
         mm, base, limit = seg.mm, seg.offset, seg.end
         ioff = idx * INDEX_SIZE
@@ -210,7 +220,8 @@ class MmapStore:
         imm, ibase, ilimit = iseg.mm, iseg.offset, iseg.end
         pack, ipack, cpack, crc = HEADER.pack, INDEX.pack_into, CHAIN.pack_into, zlib.crc32
         try:
-            for magic, term, channel, body in items:
+            for entry in entries:
+                magic, term, channel, body = entry.magic, entry.term, entry.channel, entry.body
                 size = HEADER_SIZE + len(body)
                 if pos + size > limit:
                     if limit - pos >= BLANK_SIZE:
@@ -228,6 +239,7 @@ class MmapStore:
                 mm[rel + HEADER_SIZE:rel + size] = body
                 ipack(imm, ioff - ibase, magic, pos, size, idx, term)
                 pos += size
+                nbytes += size
                 idx += 1
                 ioff += INDEX_SIZE
                 wterm = term
@@ -237,13 +249,37 @@ class MmapStore:
                 self._write_pos = pos
                 if self._begin_index < 0:
                     self._begin_index = first
+                self._keep_tail(entries[:idx - first] if idx - first < len(entries) else entries, nbytes)
         return idx - 1
+
+    def _keep_tail(self, entries: Sequence[Entry], nbytes: int) -> None:
+        """Add just written `entries` (`nbytes` on disk) to the tail; drop its older half
+        whenever it grows past twice TAIL_ENTRIES or past TAIL_BYTES."""
+        tail = self._tail
+        tail.extend(entries)
+        self._tail_bytes += nbytes
+        while tail and (len(tail) > 2 * TAIL_ENTRIES or self._tail_bytes > TAIL_BYTES):
+            cut = max(1, len(tail) // 2)
+            del tail[:cut]
+            self._tail_first += cut
+            self._tail_bytes = sum(HEADER_SIZE + len(e.body) for e in tail)
+
+    def _drop_tail_after(self, index: int) -> None:
+        """Forget tail entries after `index` (a truncation)."""
+        keep = max(0, index + 1 - self._tail_first)
+        if keep == 0:
+            self._tail, self._tail_first, self._tail_bytes = [], index + 1, 0
+        elif keep < len(self._tail):
+            del self._tail[keep:]
+            self._tail_bytes = sum(HEADER_SIZE + len(e.body) for e in self._tail)
 
     # -- reads ------------------------------------------------------------------------------
 
     def get(self, index: int) -> Entry:
         with self._lock:
             self._check_stored(index)
+            if index >= self._tail_first:
+                return self._tail[index - self._tail_first]
             return self._read(index, self._prev_chain(index))[0]
 
     def get_range(self, first: int, last: int) -> list[Entry]:
@@ -253,6 +289,9 @@ class MmapStore:
             first, last = max(first, self._begin_index), min(last, self._end_index)
             if first > last or self._end_index < 0:
                 return []
+            tail_first = self._tail_first
+            if first >= tail_first:
+                return self._tail[first - tail_first:last - tail_first + 1]
             out = []
             chain = self._prev_chain(first)
             for i in range(first, last + 1):
@@ -340,6 +379,7 @@ class MmapStore:
                 self._begin_index = self._end_term = -1
                 self._end_chain = 0
             self._end_index, self._write_pos = index, new_pos
+            self._drop_tail_after(index)
             self._synced_pos = min(self._synced_pos, new_pos)
             self._flusher.flushed_index = min(self._flusher.flushed_index, index)
             self._index_synced = min(self._index_synced, index)
