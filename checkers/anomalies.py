@@ -24,10 +24,15 @@ def collect_anomalies(anomalies: DataFrame, witnesses: int) -> dict[int, dict[st
     rank = Window.partitionBy("hid", "check").orderBy("key", "witness")
     ranked = anomalies.withColumn("rn", F.row_number().over(rank))
     first = F.when(F.col("rn") <= witnesses, F.struct("rn", "witness"))
-    rows = ranked.groupBy("hid", "check").agg(
-        F.count("*").alias("count"), F.sort_array(F.collect_list(first)).alias("first")).collect()
+    rows = (
+        ranked.groupBy("hid", "check")
+        .agg(F.count("*").alias("count"), F.sort_array(F.collect_list(first)).alias("first"))
+        .collect()
+    )
     found: dict[int, dict[str, tuple[int, list[Any]]]] = {}
     for row in rows:
         found.setdefault(row["hid"], {})[row["check"]] = (
-            row["count"], [json.loads(w["witness"]) for w in row["first"]])
+            row["count"],
+            [json.loads(w["witness"]) for w in row["first"]],
+        )
     return found

@@ -24,7 +24,7 @@ from checkers.history import load_history
 from checkers.jsonlines import InputError
 from checkers.layout import ResultsDir
 from checkers.replicas import load_stores, replica_disagreement
-from checkers.spark import master_url, session
+from checkers.spark import master_url, session, shuffle_partitions_for
 from checkers.tables import Tables
 from checkers.verdict import decide, exit_code, table
 from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL
@@ -33,8 +33,9 @@ DEFAULT_WITNESSES = 10
 NEEDS_FINAL_LOG = ("lost", "index-mismatch", "realtime-reorder", "hole", "recovered")
 
 
-def check(results_dir: Path | str, *, spark_master: str | None = None,
-          witnesses: int = DEFAULT_WITNESSES) -> dict[str, Any]:
+def check(
+    results_dir: Path | str, *, spark_master: str | None = None, witnesses: int = DEFAULT_WITNESSES
+) -> dict[str, Any]:
     """Check one results folder, write its results.json and return the verdict.
 
     Raises InputError (naming file and line) when an input file is missing or malformed.
@@ -45,10 +46,12 @@ def check(results_dir: Path | str, *, spark_master: str | None = None,
     return result
 
 
-def check_many(dirs: list[ResultsDir], spark: SparkSession, *, witnesses: int = DEFAULT_WITNESSES
-               ) -> list[dict[str, Any]]:
+def check_many(
+    dirs: list[ResultsDir], spark: SparkSession, *, witnesses: int = DEFAULT_WITNESSES
+) -> list[dict[str, Any]]:
     """Verdicts for many results folders, checked together in the same Spark jobs."""
     started = time.monotonic()
+    spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions_for(_input_bytes(dirs))))
     history = load_history(spark, dirs)
     try:
         finals = load_final_logs(spark, dirs)
@@ -62,25 +65,46 @@ def check_many(dirs: list[ResultsDir], spark: SparkSession, *, witnesses: int = 
         stores = load_stores(spark, dirs)
         loaded = time.monotonic()
         parts: list[DataFrame] = [
-            durability.lost(tables), durability.recovered(tables), durability.aborted_read(tables),
-            durability.phantom(tables), durability.duplicate(tables), durability.divergence(tables),
-            durability.index_mismatch(tables), durability.hole(tables),
-            realtime.time_order(tables), realtime.future_read(tables),
-            election_safety(events), replica_disagreement(stores, finals),
+            durability.lost(tables),
+            durability.recovered(tables),
+            durability.aborted_read(tables),
+            durability.phantom(tables),
+            durability.duplicate(tables),
+            durability.divergence(tables),
+            durability.index_mismatch(tables),
+            durability.hole(tables),
+            realtime.time_order(tables),
+            realtime.future_read(tables),
+            election_safety(events),
+            replica_disagreement(stores, finals),
         ]
         found = collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses)
     finally:
         tables.unpersist()
-    timing = {"load_s": round(loaded - started, 3), "check_s": round(time.monotonic() - loaded, 3),
-              "spark_master": spark.sparkContext.master}
+    timing = {
+        "load_s": round(loaded - started, 3),
+        "check_s": round(time.monotonic() - loaded, 3),
+        "spark_master": spark.sparkContext.master,
+    }
     results = []
     for hid, layout in enumerate(dirs):
         undecidable, notes = _undecidable(layout, finals.ends.get(hid, {}))
-        stats = {**history.stats.get(hid, {}), "final_log_ends": finals.ends.get(hid, {}),
-                 "cluster_log_node": finals.longest.get(hid), **timing}
-        results.append(decide(found.get(hid, {}), undecidable, layout.read_mode, stats,
-                              [*layout.notes, *notes]))
+        stats = {
+            **history.stats.get(hid, {}),
+            "final_log_ends": finals.ends.get(hid, {}),
+            "cluster_log_node": finals.longest.get(hid),
+            **timing,
+        }
+        results.append(
+            decide(found.get(hid, {}), undecidable, layout.read_mode, stats, [*layout.notes, *notes])
+        )
     return results
+
+
+def _input_bytes(dirs: list[ResultsDir]) -> int:
+    return sum(
+        d.history.stat().st_size + sum(p.stat().st_size for p in d.final_logs().values()) for d in dirs
+    )
 
 
 def _undecidable(layout: ResultsDir, ends: dict[str, int]) -> tuple[dict[str, str], list[str]]:
@@ -93,8 +117,10 @@ def _undecidable(layout: ResultsDir, ends: dict[str, int]) -> tuple[dict[str, st
     if missing:
         notes.append(f"no final log for {len(missing)} node(s): {', '.join(missing)}")
         if ends and len(ends) < layout.cluster_size() // 2 + 1:
-            why["lost"] = (f"final logs of {len(ends)} of {layout.cluster_size()} nodes: fewer than a "
-                           "majority, a committed entry may be only on the missing nodes")
+            why["lost"] = (
+                f"final logs of {len(ends)} of {layout.cluster_size()} nodes: fewer than a "
+                "majority, a committed entry may be only on the missing nodes"
+            )
     if not layout.event_logs():
         why["election-safety"] = "no events (nodes/<node>/events.jsonl)"
     stores = layout.store_dirs()
@@ -103,17 +129,31 @@ def _undecidable(layout: ResultsDir, ends: dict[str, int]) -> tuple[dict[str, st
     elif not ends:
         why["replica-disagreement"] = "no final logs to tell which store entries were committed"
     elif set(stores) - set(ends):
-        notes.append(f"store files without a final log, not compared: {', '.join(sorted(set(stores) - set(ends)))}")
+        notes.append(
+            f"store files without a final log, not compared: {', '.join(sorted(set(stores) - set(ends)))}"
+        )
     return why, notes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("results_dir", type=Path, metavar="RESULTS_DIR",
-                        help="a results folder holding history.jsonl (results/<test>/<time>/)")
-    parser.add_argument("--spark-master", metavar="URL",
-                        help="Spark master, e.g. spark://127.0.0.1:7077 (default: $SPARK_MASTER, else local[*])")
-    parser.add_argument("--witnesses", type=_non_negative, default=DEFAULT_WITNESSES, metavar="N",
-                        help=f"witnesses kept per check (default {DEFAULT_WITNESSES})")
+    parser.add_argument(
+        "results_dir",
+        type=Path,
+        metavar="RESULTS_DIR",
+        help="a results folder holding history.jsonl (results/<test>/<time>/)",
+    )
+    parser.add_argument(
+        "--spark-master",
+        metavar="URL",
+        help="Spark master, e.g. spark://127.0.0.1:7077 (default: $SPARK_MASTER, else local[*])",
+    )
+    parser.add_argument(
+        "--witnesses",
+        type=_non_negative,
+        default=DEFAULT_WITNESSES,
+        metavar="N",
+        help=f"witnesses kept per check (default {DEFAULT_WITNESSES})",
+    )
 
 
 def _non_negative(text: str) -> int:
@@ -131,8 +171,10 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_ARGS
     except Exception as e:  # the message must say what happened, not only a JVM stack trace
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        print(f"check: internal error ({master_url(args.spark_master)}): {type(e).__name__}: {first}",
-              file=sys.stderr)
+        print(
+            f"check: internal error ({master_url(args.spark_master)}): {type(e).__name__}: {first}",
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL
     print(table(result))
     print(f"wrote {Path(args.results_dir) / 'results.json'}")

@@ -15,30 +15,53 @@ from checkers.jsonlines import ROLES, event_line_problem
 from checkers.layout import ResultsDir
 from checkers.sources import SourceFile, expected_torn_lines, is_corrupt, raise_first_problem, read_jsonl
 
-EVENT_SCHEMA = StructType([
-    StructField("time_ns", LongType()), StructField("node", StringType()), StructField("term", LongType()),
-    StructField("role", StringType()), StructField("leader", StringType()),
-])
+EVENT_SCHEMA = StructType(
+    [
+        StructField("time_ns", LongType()),
+        StructField("node", StringType()),
+        StructField("term", LongType()),
+        StructField("role", StringType()),
+        StructField("leader", StringType()),
+    ]
+)
 
 
 def load_events(spark: SparkSession, dirs: list[ResultsDir]) -> DataFrame:
     """Role-change lines of every node: hid, node, time_ns, term, role, leader."""
-    files = [SourceFile(hid, path, node) for hid, d in enumerate(dirs) for node, path in d.event_logs().items()]
+    files = [
+        SourceFile(hid, path, node) for hid, d in enumerate(dirs) for node, path in d.event_logs().items()
+    ]
     raw = read_jsonl(spark, files, EVENT_SCHEMA)
     role_line = F.col("role").isNotNull()
-    bad = raw.where(is_corrupt() | (role_line & (~F.col("role").isin(*ROLES) | F.col("term").isNull()))).count()
+    bad = raw.where(
+        is_corrupt() | (role_line & (~F.col("role").isin(*ROLES) | F.col("term").isNull()))
+    ).count()
     if bad > expected_torn_lines(files):
         raise_first_problem(files, event_line_problem, bad)
     return raw.where(~is_corrupt() & role_line).select(
-        "hid", F.coalesce("node", "src_node").alias("node"), "time_ns", "term", "role", "leader")
+        "hid", F.coalesce("node", "src_node").alias("node"), "time_ns", "term", "role", "leader"
+    )
 
 
 def election_safety(events: DataFrame) -> DataFrame:
     """One row per term that had two or more leaders."""
-    claims = events.withColumn("claimed", F.when(F.col("role") == "leader", F.col("node")).otherwise(F.col("leader")))
-    rows = claims.where(F.col("claimed").isNotNull()).groupBy("hid", "term").agg(
-        F.sort_array(F.collect_set("claimed")).alias("leaders"),
-        F.sort_array(F.collect_list(F.struct("time_ns", "node", "role", "leader"))).alias("said"),
-    ).where(F.size("leaders") > 1)
-    return anomaly_rows(rows, "election-safety", F.col("term"), term=F.col("term"), leaders=F.col("leaders"),
-                        events=F.slice("said", 1, 6))
+    claims = events.withColumn(
+        "claimed", F.when(F.col("role") == "leader", F.col("node")).otherwise(F.col("leader"))
+    )
+    rows = (
+        claims.where(F.col("claimed").isNotNull())
+        .groupBy("hid", "term")
+        .agg(
+            F.sort_array(F.collect_set("claimed")).alias("leaders"),
+            F.sort_array(F.collect_list(F.struct("time_ns", "node", "role", "leader"))).alias("said"),
+        )
+        .where(F.size("leaders") > 1)
+    )
+    return anomaly_rows(
+        rows,
+        "election-safety",
+        F.col("term"),
+        term=F.col("term"),
+        leaders=F.col("leaders"),
+        events=F.slice("said", 1, 6),
+    )

@@ -16,9 +16,13 @@ from checkers.jsonlines import final_line_problem
 from checkers.layout import ResultsDir
 from checkers.sources import SourceFile, expected_torn_lines, is_corrupt, raise_first_problem, read_jsonl
 
-FINAL_SCHEMA = StructType([
-    StructField("log_index", LongType()), StructField("term", LongType()), StructField("id", StringType()),
-])
+FINAL_SCHEMA = StructType(
+    [
+        StructField("log_index", LongType()),
+        StructField("term", LongType()),
+        StructField("id", StringType()),
+    ]
+)
 
 
 @dataclass
@@ -36,13 +40,18 @@ class FinalLogs:
 
 
 def load_final_logs(spark: SparkSession, dirs: list[ResultsDir]) -> FinalLogs:
-    files = [SourceFile(hid, path, node) for hid, d in enumerate(dirs) for node, path in d.final_logs().items()]
+    files = [
+        SourceFile(hid, path, node) for hid, d in enumerate(dirs) for node, path in d.final_logs().items()
+    ]
     raw = read_jsonl(spark, files, FINAL_SCHEMA)
     bad = raw.where(is_corrupt() | F.col("log_index").isNull() | (F.col("log_index") < 0)).count()
     if bad > expected_torn_lines(files):
         raise_first_problem(files, final_line_problem, bad)
-    entries = raw.where(~is_corrupt() & F.col("log_index").isNotNull()).select(
-        "hid", F.col("src_node").alias("node"), "log_index", "term", "id").cache()
+    entries = (
+        raw.where(~is_corrupt() & F.col("log_index").isNotNull())
+        .select("hid", F.col("src_node").alias("node"), "log_index", "term", "id")
+        .cache()
+    )
     ends: dict[int, dict[str, int]] = {}
     for f in files:
         ends.setdefault(f.hid, {})[f.node or ""] = -1

@@ -94,8 +94,12 @@ def _client_value_problem(record: dict[str, Any]) -> str | None:
         if not isinstance(entries, list):
             return "an ok read needs a list value.entries"
         for entry in entries:
-            if not (isinstance(entry, list) and len(entry) == 2 and _is_int(entry[0])
-                    and (entry[1] is None or isinstance(entry[1], str))):
+            if not (
+                isinstance(entry, list)
+                and len(entry) == 2
+                and _is_int(entry[0])
+                and (entry[1] is None or isinstance(entry[1], str))
+            ):
                 return f"read entry {entry!r} is not [log_index, id]"
     return None
 

@@ -14,8 +14,9 @@ from pyspark.sql import functions as F
 BUCKETS = 64
 
 
-def prefix_max(rows: DataFrame, t: str, tie: str, values: list[str], span: int,
-               buckets: int = BUCKETS) -> DataFrame:
+def prefix_max(
+    rows: DataFrame, t: str, tie: str, values: list[str], span: int, buckets: int = BUCKETS
+) -> DataFrame:
     """Add `pm_<v>` for each v in `values`: max of v over rows of the same `hid` strictly before.
 
     "Before" orders by (t, tie). Rows that tie on both may or may not see each other, so give
@@ -24,7 +25,8 @@ def prefix_max(rows: DataFrame, t: str, tie: str, values: list[str], span: int,
     """
     width = max(1, span + 1)
     bucketed = rows.withColumn(
-        "_b", F.least(F.greatest((F.col(t) * buckets / width).cast("long"), F.lit(0)), F.lit(buckets - 1)))
+        "_b", F.least(F.greatest((F.col(t) * buckets / width).cast("long"), F.lit(0)), F.lit(buckets - 1))
+    )
     local = Window.partitionBy("hid", "_b").orderBy(t, tie).rowsBetween(Window.unboundedPreceding, -1)
     for v in values:
         bucketed = bucketed.withColumn(f"_l_{v}", F.max(v).over(local))

@@ -30,36 +30,89 @@ def time_order(t: Tables) -> DataFrame:
     """realtime-reorder, stale-read and nonmonotonic-read rows, from one pass over time."""
     appends = t.appends.join(t.positions, ["hid", "id"], "left")
     acked = appends.where(F.col("status") == "ok").select(
-        "hid", F.col("cmp_time").alias("t"), F.lit(GIVE).alias("tie"),
-        F.struct("ack_index", F.col("inv_index").alias("invoke_index"), "id",
-                 F.col("cmp_time").alias("complete_time")).alias("u_ack"),
-        F.when(F.col("pos").isNotNull(), F.struct(
-            F.col("pos").alias("final_index"), F.col("inv_index").alias("invoke_index"), "id",
-            F.col("cmp_time").alias("complete_time"))).alias("u_pos"))
+        "hid",
+        F.col("cmp_time").alias("t"),
+        F.lit(GIVE).alias("tie"),
+        F.struct(
+            "ack_index",
+            F.col("inv_index").alias("invoke_index"),
+            "id",
+            F.col("cmp_time").alias("complete_time"),
+        ).alias("u_ack"),
+        F.when(
+            F.col("pos").isNotNull(),
+            F.struct(
+                F.col("pos").alias("final_index"),
+                F.col("inv_index").alias("invoke_index"),
+                "id",
+                F.col("cmp_time").alias("complete_time"),
+            ),
+        ).alias("u_pos"),
+    )
     seen = t.reads.where(F.col("seen_max").isNotNull()).select(
-        "hid", F.col("cmp_time").alias("t"), F.lit(GIVE).alias("tie"),
-        F.struct("seen_max", F.col("rid").alias("invoke_index"),
-                 F.col("cmp_time").alias("complete_time")).alias("u_seen"))
+        "hid",
+        F.col("cmp_time").alias("t"),
+        F.lit(GIVE).alias("tie"),
+        F.struct(
+            "seen_max", F.col("rid").alias("invoke_index"), F.col("cmp_time").alias("complete_time")
+        ).alias("u_seen"),
+    )
     ask_append = appends.where(F.col("pos").isNotNull()).select(
-        "hid", F.col("inv_time").alias("t"), F.lit(ASK).alias("tie"), F.lit("append").alias("kind"),
-        "pos", append_ref().alias("append"))
+        "hid",
+        F.col("inv_time").alias("t"),
+        F.lit(ASK).alias("tie"),
+        F.lit("append").alias("kind"),
+        "pos",
+        append_ref().alias("append"),
+    )
     ask_read = t.reads.select(
-        "hid", F.col("inv_time").alias("t"), F.lit(ASK).alias("tie"), F.lit("read").alias("kind"),
-        "k", "rto", read_ref().alias("read"))
-    rows = (acked.unionByName(seen, allowMissingColumns=True)
-            .unionByName(ask_append, allowMissingColumns=True)
-            .unionByName(ask_read, allowMissingColumns=True))
+        "hid",
+        F.col("inv_time").alias("t"),
+        F.lit(ASK).alias("tie"),
+        F.lit("read").alias("kind"),
+        "k",
+        "rto",
+        read_ref().alias("read"),
+    )
+    rows = (
+        acked.unionByName(seen, allowMissingColumns=True)
+        .unionByName(ask_append, allowMissingColumns=True)
+        .unionByName(ask_read, allowMissingColumns=True)
+    )
     scanned = prefix_max(rows, "t", "tie", ["u_ack", "u_pos", "u_seen"], t.time_span).where(
-        F.col("kind").isNotNull())
+        F.col("kind").isNotNull()
+    )
     reorder = scanned.where((F.col("kind") == "append") & (F.col("pm_u_pos")["final_index"] > F.col("pos")))
     stale = scanned.where(_misses("pm_u_ack", "ack_index"))
     nonmono = scanned.where(_misses("pm_u_seen", "seen_max"))
-    return (anomaly_rows(reorder, "realtime-reorder", F.col("append")["invoke_index"], later=F.col("append"),
-                         later_final_index=F.col("pos"), earlier=F.col("pm_u_pos"))
-            .unionByName(anomaly_rows(stale, "stale-read", F.col("read")["invoke_index"], read=F.col("read"),
-                                      acked_before=F.col("pm_u_ack")))
-            .unionByName(anomaly_rows(nonmono, "nonmonotonic-read", F.col("read")["invoke_index"],
-                                      read=F.col("read"), earlier_read=F.col("pm_u_seen"))))
+    return (
+        anomaly_rows(
+            reorder,
+            "realtime-reorder",
+            F.col("append")["invoke_index"],
+            later=F.col("append"),
+            later_final_index=F.col("pos"),
+            earlier=F.col("pm_u_pos"),
+        )
+        .unionByName(
+            anomaly_rows(
+                stale,
+                "stale-read",
+                F.col("read")["invoke_index"],
+                read=F.col("read"),
+                acked_before=F.col("pm_u_ack"),
+            )
+        )
+        .unionByName(
+            anomaly_rows(
+                nonmono,
+                "nonmonotonic-read",
+                F.col("read")["invoke_index"],
+                read=F.col("read"),
+                earlier_read=F.col("pm_u_seen"),
+            )
+        )
+    )
 
 
 def future_read(t: Tables) -> DataFrame:
@@ -68,16 +121,26 @@ def future_read(t: Tables) -> DataFrame:
     "At or below k" covers the ids in the read's own entries and, where there is a final
     log, every id the final log holds at index k or lower.
     """
-    invoked = F.struct(F.col("inv_time").alias("invoke_time"), F.col("inv_index").alias("invoke_index"),
-                       "id", "log_index")
+    invoked = F.struct(
+        F.col("inv_time").alias("invoke_time"), F.col("inv_index").alias("invoke_index"), "id", "log_index"
+    )
     in_log = t.cluster.join(t.appends, ["hid", "id"]).select(
-        "hid", F.col("log_index").alias("t"), F.lit(0).alias("tie"), invoked.alias("u"))
+        "hid", F.col("log_index").alias("t"), F.lit(0).alias("tie"), invoked.alias("u")
+    )
     asks = t.reads.where(F.col("seen_max").isNotNull())
     asking = asks.select("hid", F.col("seen_max").alias("t"), F.lit(1).alias("tie"), "rid")
-    scanned = prefix_max(in_log.unionByName(asking, allowMissingColumns=True), "t", "tie", ["u"],
-                         t.log_span).where(F.col("rid").isNotNull()).select("hid", "rid", "pm_u")
+    scanned = (
+        prefix_max(in_log.unionByName(asking, allowMissingColumns=True), "t", "tie", ["u"], t.log_span)
+        .where(F.col("rid").isNotNull())
+        .select("hid", "rid", "pm_u")
+    )
     own = t.read_entries.join(t.appends, ["hid", "id"]).groupBy("hid", "rid").agg(F.max(invoked).alias("own"))
-    rows = (asks.join(scanned, ["hid", "rid"], "left").join(own, ["hid", "rid"], "left")
-            .withColumn("latest", F.greatest("pm_u", "own"))
-            .where(F.col("latest")["invoke_time"] > F.col("cmp_time")))
-    return anomaly_rows(rows, "future-read", F.col("rid"), read=read_ref(), append_invoked_after=F.col("latest"))
+    rows = (
+        asks.join(scanned, ["hid", "rid"], "left")
+        .join(own, ["hid", "rid"], "left")
+        .withColumn("latest", F.greatest("pm_u", "own"))
+        .where(F.col("latest")["invoke_time"] > F.col("cmp_time"))
+    )
+    return anomaly_rows(
+        rows, "future-read", F.col("rid"), read=read_ref(), append_invoked_after=F.col("latest")
+    )

@@ -99,9 +99,16 @@ def load(results_dir: Path | str) -> Run:
             (appends if op.f == "append" else reads).append(op)
         else:
             op = open_ops.pop(line["process"])
-            op.type, op.cmp_index, op.cmp_time, op.result = line["type"], line["index"], line["time"], line["value"]
-    finals = {node: {e["log_index"]: e.get("id") for _, e in iter_jsonl(path, final_line_problem)}
-              for node, path in layout.final_logs().items()}
+            op.type, op.cmp_index, op.cmp_time, op.result = (
+                line["type"],
+                line["index"],
+                line["time"],
+                line["value"],
+            )
+    finals = {
+        node: {e["log_index"]: e.get("id") for _, e in iter_jsonl(path, final_line_problem)}
+        for node, path in layout.final_logs().items()
+    }
     leaders: dict[int, set[str]] = defaultdict(set)
     for path in layout.event_logs().values():
         for _, e in iter_jsonl(path, event_line_problem):
@@ -139,19 +146,42 @@ def _checks(run: Run) -> dict[str, int]:
     for i, x, _ in claims + [(a.result["log_index"], a.id, "ack") for a in ok]:
         held[i].add(NOOP if x is None else x)
     counts["divergence"] = sum(1 for ids in held.values() if len(ids) > 1)
-    counts["index-mismatch"] = sum(1 for a in ok if a.id in pos and (log or {}).get(a.result["log_index"]) != a.id)
+    counts["index-mismatch"] = sum(
+        1 for a in ok if a.id in pos and (log or {}).get(a.result["log_index"]) != a.id
+    )
     landed = [a for a in run.appends if a.id in pos]
     counts["realtime-reorder"] = sum(
-        1 for b in landed if any(a.type == "ok" and a.done_time < b.inv_time and pos[a.id] > pos[b.id]
-                                 for a in landed))
-    counts["stale-read"] = sum(1 for r in run.reads if min(
-        max((a.result["log_index"] for a in ok if a.done_time < r.inv_time), default=-math.inf), r.rto) > r.k)
-    counts["nonmonotonic-read"] = sum(1 for r in run.reads if min(
-        max((e.seen_max for e in run.reads if e.seen_max is not None and e.done_time < r.inv_time),
-            default=-math.inf), r.rto) > r.k)
-    counts["future-read"] = sum(1 for r in run.reads if r.seen_max is not None and any(
-        by_id[x].inv_time > r.done_time for x in _seen_ids(r, log) if x in by_id))
-    holes = sum(1 for r in run.reads if len({i for i, _ in r.entries if r.rfrom <= i <= r.k}) < r.k - r.rfrom + 1)
+        1
+        for b in landed
+        if any(a.type == "ok" and a.done_time < b.inv_time and pos[a.id] > pos[b.id] for a in landed)
+    )
+    counts["stale-read"] = sum(
+        1
+        for r in run.reads
+        if min(max((a.result["log_index"] for a in ok if a.done_time < r.inv_time), default=-math.inf), r.rto)
+        > r.k
+    )
+    counts["nonmonotonic-read"] = sum(
+        1
+        for r in run.reads
+        if min(
+            max(
+                (e.seen_max for e in run.reads if e.seen_max is not None and e.done_time < r.inv_time),
+                default=-math.inf,
+            ),
+            r.rto,
+        )
+        > r.k
+    )
+    counts["future-read"] = sum(
+        1
+        for r in run.reads
+        if r.seen_max is not None
+        and any(by_id[x].inv_time > r.done_time for x in _seen_ids(r, log) if x in by_id)
+    )
+    holes = sum(
+        1 for r in run.reads if len({i for i, _ in r.entries if r.rfrom <= i <= r.k}) < r.k - r.rfrom + 1
+    )
     for entries in run.finals.values():
         end = max(entries, default=-1)
         holes += sum(1 for g in range(end + 1) if g not in entries and (g == 0 or g - 1 in entries))
@@ -178,8 +208,11 @@ def reference_check(results_dir: Path | str) -> dict[str, Any]:
     counts = _checks(run)
     why: dict[str, str] = {}
     if run.cluster is None:
-        why.update(dict.fromkeys(("lost", "index-mismatch", "realtime-reorder", "hole", "recovered"),
-                                 "no final logs"))
+        why.update(
+            dict.fromkeys(
+                ("lost", "index-mismatch", "realtime-reorder", "hole", "recovered"), "no final logs"
+            )
+        )
     if not run.leaders and not run.layout.event_logs():
         why["election-safety"] = "no events"
     why["replica-disagreement"] = "not checked by the reference checker"
@@ -228,8 +261,11 @@ def linearizable(results_dir: Path | str, limit: int = 2_000_000) -> bool | None
             if op.inv_time > horizon:
                 continue
             if op.f == "append":
-                if length < len(final) and final[length] == op.id and (
-                        op.type != "ok" or op.result["log_index"] == length):
+                if (
+                    length < len(final)
+                    and final[length] == op.id
+                    and (op.type != "ok" or op.result["log_index"] == length)
+                ):
                     stack.append((mask | 1 << i, length + 1))
             elif sorted(op.entries) == [(j, final[j]) for j in range(op.rfrom, min(op.rto, length - 1) + 1)]:
                 stack.append((mask | 1 << i, length))

@@ -44,27 +44,56 @@ def load_stores(spark: SparkSession, dirs: list[ResultsDir]) -> DataFrame:
 def replica_disagreement(stores: DataFrame, finals: FinalLogs) -> DataFrame:
     """One row per log index where committed store entries disagree (see the module docstring)."""
     spark = stores.sparkSession
-    bounds = F.broadcast(spark.createDataFrame(
-        [(hid, node, end) for hid, nodes in finals.ends.items() for node, end in nodes.items()],
-        "hid long, node string, committed long"))
-    stored = stores.join(bounds, ["hid", "node"]).where(F.col("log_index") <= F.col("committed")).select(
-        "hid", "node", "log_index", F.col("term").alias("store_term"), F.col("id").alias("store_id"),
-        "crc_ok", F.lit(True).alias("in_store"))
+    bounds = F.broadcast(
+        spark.createDataFrame(
+            [(hid, node, end) for hid, nodes in finals.ends.items() for node, end in nodes.items()],
+            "hid long, node string, committed long",
+        )
+    )
+    stored = (
+        stores.join(bounds, ["hid", "node"])
+        .where(F.col("log_index") <= F.col("committed"))
+        .select(
+            "hid",
+            "node",
+            "log_index",
+            F.col("term").alias("store_term"),
+            F.col("id").alias("store_id"),
+            "crc_ok",
+            F.lit(True).alias("in_store"),
+        )
+    )
     stored_nodes = stores.select("hid", "node").distinct()
     final = finals.entries.join(stored_nodes, ["hid", "node"]).select(
-        "hid", "node", "log_index", F.col("term").alias("final_term"), F.col("id").alias("final_id"),
-        F.lit(True).alias("in_final"))
+        "hid",
+        "node",
+        "log_index",
+        F.col("term").alias("final_term"),
+        F.col("id").alias("final_id"),
+        F.lit(True).alias("in_final"),
+    )
     both = stored.join(final, ["hid", "node", "log_index"], "full_outer")
     in_store, in_final = F.coalesce("in_store", F.lit(False)), F.coalesce("in_final", F.lit(False))
-    differs = ((F.coalesce("store_id", F.lit(NOOP_KEY)) != F.coalesce("final_id", F.lit(NOOP_KEY)))
-               | (F.col("store_term") != F.coalesce("final_term", "store_term")))
+    differs = (F.coalesce("store_id", F.lit(NOOP_KEY)) != F.coalesce("final_id", F.lit(NOOP_KEY))) | (
+        F.col("store_term") != F.coalesce("final_term", "store_term")
+    )
     wrong = ~in_store | ~F.col("crc_ok") | (in_final & differs)
     held = F.struct("store_term", F.coalesce("store_id", F.lit(NOOP_KEY)))
-    rows = both.groupBy("hid", "log_index").agg(
-        F.max(F.when(wrong, 1).otherwise(0)).alias("wrong"),
-        F.count_distinct(F.when(in_store, held)).alias("versions"),
-        F.sort_array(F.collect_list(F.struct("node", "store_term", "store_id", "crc_ok", "final_term",
-                                             "final_id"))).alias("nodes"),
-    ).where((F.col("wrong") == 1) | (F.col("versions") > 1))
-    return anomaly_rows(rows, "replica-disagreement", F.col("log_index"), log_index=F.col("log_index"),
-                        nodes=F.slice("nodes", 1, 7))
+    rows = (
+        both.groupBy("hid", "log_index")
+        .agg(
+            F.max(F.when(wrong, 1).otherwise(0)).alias("wrong"),
+            F.count_distinct(F.when(in_store, held)).alias("versions"),
+            F.sort_array(
+                F.collect_list(F.struct("node", "store_term", "store_id", "crc_ok", "final_term", "final_id"))
+            ).alias("nodes"),
+        )
+        .where((F.col("wrong") == 1) | (F.col("versions") > 1))
+    )
+    return anomaly_rows(
+        rows,
+        "replica-disagreement",
+        F.col("log_index"),
+        log_index=F.col("log_index"),
+        nodes=F.slice("nodes", 1, 7),
+    )

@@ -40,11 +40,16 @@ def read_jsonl(spark: SparkSession, files: list[SourceFile], schema: StructType)
     if not files:
         extra = [StructField("hid", LongType()), StructField("src_node", StringType())]
         return spark.createDataFrame([], StructType([*full.fields, *extra]))
-    df = (spark.read.schema(full).option("mode", "PERMISSIVE")
-          .option("columnNameOfCorruptRecord", CORRUPT).json([str(f.path) for f in files]))
+    df = (
+        spark.read.schema(full)
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", CORRUPT)
+        .json([str(f.path) for f in files])
+    )
     if len(files) == 1:
         return df.withColumn("hid", F.lit(files[0].hid).cast("long")).withColumn(
-            "src_node", F.lit(files[0].node).cast("string"))
+            "src_node", F.lit(files[0].node).cast("string")
+        )
     by_path = {f.path.resolve(): f for f in files}
     mapping = [(uri, by_path[_uri_path(uri)].hid, by_path[_uri_path(uri)].node) for uri in df.inputFiles()]
     map_df = spark.createDataFrame(mapping, "_file string, hid long, src_node string")

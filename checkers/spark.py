@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 DEFAULT_MASTER = "local[*]"
+PARTITION_BYTES = 32 << 20
 
 
 def master_url(requested: str | None = None) -> str:
@@ -22,8 +23,18 @@ def master_url(requested: str | None = None) -> str:
     return requested or os.environ.get("SPARK_MASTER") or DEFAULT_MASTER
 
 
-def session(master: str | None = None, *, shuffle_partitions: int = 8,
-            driver_memory: str | None = None) -> SparkSession:
+def shuffle_partitions_for(input_bytes: int) -> int:
+    """Shuffle partitions sized to the input: about 32 MiB of JSON each, 2 to 256.
+
+    Adaptive execution is off (it turns every stage into a job, which dominates small
+    checks), so the partition count is chosen here, per check.
+    """
+    return max(2, min(256, input_bytes // PARTITION_BYTES + 1))
+
+
+def session(
+    master: str | None = None, *, shuffle_partitions: int = 2, driver_memory: str | None = None
+) -> SparkSession:
     """Get (or create) the checker's SparkSession on `master_url(master)`.
 
     A second call in the same process returns the running session, whatever its master:
@@ -45,7 +56,7 @@ def session(master: str | None = None, *, shuffle_partitions: int = 8,
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.sql.adaptive.enabled", "false")
         .config("spark.sql.files.openCostInBytes", str(64 << 10))
         .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
         .config("spark.sql.session.timeZone", "UTC")

@@ -62,8 +62,12 @@ class Tables:
     def positions(self) -> DataFrame:
         """hid, id, pos: where each id sits in the cluster's final log (its lowest index)."""
         if "positions" not in self._cache:
-            self._cache["positions"] = self.cluster.where(F.col("id").isNotNull()).groupBy("hid", "id").agg(
-                F.min("log_index").alias("pos")).cache()
+            self._cache["positions"] = (
+                self.cluster.where(F.col("id").isNotNull())
+                .groupBy("hid", "id")
+                .agg(F.min("log_index").alias("pos"))
+                .cache()
+            )
         return self._cache["positions"]
 
     def claims(self, *, acks: bool) -> DataFrame:
@@ -72,16 +76,25 @@ class Tables:
         Sources: `read` (ref: the read's invoke index), `final:<node>`, and with `acks` the
         ok appends' acknowledged index (`ack`, ref: the append's invoke index).
         """
-        reads = self.read_entries.select("hid", "log_index", "id", F.lit("read").alias("source"),
-                                         F.col("rid").alias("ref"))
-        finals = self.finals.entries.select("hid", "log_index", "id",
-                                            F.concat(F.lit("final:"), "node").alias("source"),
-                                            F.lit(None).cast("long").alias("ref"))
+        reads = self.read_entries.select(
+            "hid", "log_index", "id", F.lit("read").alias("source"), F.col("rid").alias("ref")
+        )
+        finals = self.finals.entries.select(
+            "hid",
+            "log_index",
+            "id",
+            F.concat(F.lit("final:"), "node").alias("source"),
+            F.lit(None).cast("long").alias("ref"),
+        )
         claims = reads.unionByName(finals)
         if acks:
             ok = self.appends.where(F.col("status") == "ok").select(
-                "hid", F.col("ack_index").alias("log_index"), "id", F.lit("ack").alias("source"),
-                F.col("inv_index").alias("ref"))
+                "hid",
+                F.col("ack_index").alias("log_index"),
+                "id",
+                F.lit("ack").alias("source"),
+                F.col("inv_index").alias("ref"),
+            )
             claims = claims.unionByName(ok)
         return claims
 
@@ -89,16 +102,29 @@ class Tables:
 def append_ref(prefix: str = "") -> Column:
     """A reference to a row of `appends`: id, process, outcome, indexes and times."""
     c = lambda name: F.col(prefix + name)  # noqa: E731
-    return F.struct(c("id").alias("id"), c("process").alias("process"), c("status").alias("type"),
-                    c("inv_index").alias("invoke_index"), c("inv_time").alias("invoke_time"),
-                    c("cmp_index").alias("complete_index"), c("cmp_time").alias("complete_time"),
-                    c("ack_index").alias("ack_index"))
+    return F.struct(
+        c("id").alias("id"),
+        c("process").alias("process"),
+        c("status").alias("type"),
+        c("inv_index").alias("invoke_index"),
+        c("inv_time").alias("invoke_time"),
+        c("cmp_index").alias("complete_index"),
+        c("cmp_time").alias("complete_time"),
+        c("ack_index").alias("ack_index"),
+    )
 
 
 def read_ref(prefix: str = "") -> Column:
     """A reference to a row of `reads`: range asked, highest index seen, indexes and times."""
     c = lambda name: F.col(prefix + name)  # noqa: E731
-    return F.struct(c("process").alias("process"), c("node").alias("node"),
-                    c("rfrom").alias("from"), c("rto").alias("to"), c("seen_max").alias("saw_up_to"),
-                    c("rid").alias("invoke_index"), c("inv_time").alias("invoke_time"),
-                    c("cmp_index").alias("complete_index"), c("cmp_time").alias("complete_time"))
+    return F.struct(
+        c("process").alias("process"),
+        c("node").alias("node"),
+        c("rfrom").alias("from"),
+        c("rto").alias("to"),
+        c("seen_max").alias("saw_up_to"),
+        c("rid").alias("invoke_index"),
+        c("inv_time").alias("invoke_time"),
+        c("cmp_index").alias("complete_index"),
+        c("cmp_time").alias("complete_time"),
+    )

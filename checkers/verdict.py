@@ -14,9 +14,20 @@ from typing import Any
 from checkers.layout import PREFIX_MODES
 
 CHECKS = (
-    "lost", "divergence", "duplicate", "phantom", "aborted-read", "index-mismatch",
-    "realtime-reorder", "stale-read", "future-read", "nonmonotonic-read", "hole",
-    "replica-disagreement", "election-safety", "recovered",
+    "lost",
+    "divergence",
+    "duplicate",
+    "phantom",
+    "aborted-read",
+    "index-mismatch",
+    "realtime-reorder",
+    "stale-read",
+    "future-read",
+    "nonmonotonic-read",
+    "hole",
+    "replica-disagreement",
+    "election-safety",
+    "recovered",
 )
 INFORMATIONAL = frozenset({"recovered"})
 ALLOWED_IN_PREFIX_MODES = frozenset({"stale-read", "nonmonotonic-read"})
@@ -24,8 +35,13 @@ ALLOWED_IN_PREFIX_MODES = frozenset({"stale-read", "nonmonotonic-read"})
 Verdict = bool | str  # True, False or "unknown"
 
 
-def decide(found: dict[str, tuple[int, list[Any]]], undecidable: dict[str, str], read_mode: str,
-           stats: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+def decide(
+    found: dict[str, tuple[int, list[Any]]],
+    undecidable: dict[str, str],
+    read_mode: str,
+    stats: dict[str, Any],
+    notes: list[str],
+) -> dict[str, Any]:
     """results.json for one history from its anomalies and the checks it could not decide."""
     checks: dict[str, dict[str, Any]] = {}
     for name in CHECKS:
@@ -45,8 +61,11 @@ def decide(found: dict[str, tuple[int, list[Any]]], undecidable: dict[str, str],
     judged = [c["valid"] for n, c in checks.items() if n not in INFORMATIONAL]
     valid: Verdict = False if False in judged else "unknown" if "unknown" in judged else True
     if read_mode in PREFIX_MODES:
-        notes = [*notes, f"read mode {read_mode}: reads held to the prefix model only; "
-                 "stale and non-monotonic reads are allowed and reported, not invalid"]
+        notes = [
+            *notes,
+            f"read mode {read_mode}: reads held to the prefix model only; "
+            "stale and non-monotonic reads are allowed and reported, not invalid",
+        ]
     return {"valid": valid, "read_mode": read_mode, "checks": checks, "stats": stats, "notes": notes}
 
 

@@ -28,9 +28,17 @@ class Case:
 
 def _random(seed: int, folder: Path) -> Case:
     rng = random.Random(seed)
-    sim = simulate(seed, rng.randrange(4, 40), concurrency=rng.randrange(1, 6), p_read=rng.uniform(0.2, 0.6),
-                   p_fail=rng.uniform(0, 0.2), p_info=rng.uniform(0, 0.3), read_span=rng.randrange(0, 5),
-                   elections=rng.randrange(0, 4), read_mode=rng.choice(("read-index", "read-index", "committed")))
+    sim = simulate(
+        seed,
+        rng.randrange(4, 40),
+        concurrency=rng.randrange(1, 6),
+        p_read=rng.uniform(0.2, 0.6),
+        p_fail=rng.uniform(0, 0.2),
+        p_info=rng.uniform(0, 0.3),
+        read_span=rng.randrange(0, 5),
+        elections=rng.randrange(0, 4),
+        read_mode=rng.choice(("read-index", "read-index", "committed")),
+    )
     name = rng.choice([None, None, *INJECTIONS, *MUTATIONS])
     if name is not None:
         try:

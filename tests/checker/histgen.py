@@ -64,7 +64,9 @@ class Sim:
             (folder / "final" / f"{node}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
         for node, lines in self.events.items():
             (folder / "nodes" / node).mkdir(parents=True, exist_ok=True)
-            (folder / "nodes" / node / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
+            (folder / "nodes" / node / "events.jsonl").write_text(
+                "".join(json.dumps(e) + "\n" for e in lines)
+            )
         (folder / "test.json").write_text(json.dumps({"nodes": self.nodes, "read_mode": self.read_mode}))
         if stores:
             for node, entries in self.final.items():
@@ -80,8 +82,17 @@ def write_store(directory: Path, entries: list[dict[str, Any]]) -> None:
 
     store = MmapStore(directory, data_segment_size=1 << 16, index_segment_size=32 * 1024, flush="sync")
     try:
-        store.append([Entry(e["log_index"], e["term"], b"" if e["id"] is None else encode_payload(e["id"], 24),
-                            MAGIC_NOOP if e["id"] is None else MAGIC_NORMAL) for e in entries])
+        store.append(
+            [
+                Entry(
+                    e["log_index"],
+                    e["term"],
+                    b"" if e["id"] is None else encode_payload(e["id"], 24),
+                    MAGIC_NOOP if e["id"] is None else MAGIC_NORMAL,
+                )
+                for e in entries
+            ]
+        )
         store.set_committed(len(entries) - 1)
     finally:
         store.close()
@@ -102,13 +113,32 @@ class _World:
         for node in self.nodes:
             role = "leader" if node == leader else "follower"
             self.events.setdefault(node, []).append(
-                {"event": "role", "time_ns": now, "node": node, "term": self.term, "role": role, "leader": leader})
+                {
+                    "event": "role",
+                    "time_ns": now,
+                    "node": node,
+                    "term": self.term,
+                    "role": role,
+                    "leader": leader,
+                }
+            )
         self.log.append((self.term, None))
 
 
-def _events(n_ops: int, rng: random.Random, *, concurrency: int, nodes: list[str], p_read: float,
-            p_fail: float, p_info: float, read_span: int, elections: int, nemesis: int,
-            world: _World) -> Iterator[dict[str, Any]]:
+def _events(
+    n_ops: int,
+    rng: random.Random,
+    *,
+    concurrency: int,
+    nodes: list[str],
+    p_read: float,
+    p_fail: float,
+    p_info: float,
+    read_span: int,
+    elections: int,
+    nemesis: int,
+    world: _World,
+) -> Iterator[dict[str, Any]]:
     """History lines (without index) in time order; `world` ends holding the final log."""
     queue: list[tuple[int, int, str, Any]] = []
     seq = 0
@@ -151,15 +181,34 @@ def _events(n_ops: int, rng: random.Random, *, concurrency: int, nodes: list[str
             if rng.random() < p_read:
                 start = max(0, len(world.log) - rng.randrange(0, 2 * read_span + 1))
                 value = {"from": start, "to": start + rng.randrange(0, read_span + 1)}
-                yield {"time": now, "type": "invoke", "process": process, "f": "read", "value": value, "node": node}
+                yield {
+                    "time": now,
+                    "type": "invoke",
+                    "process": process,
+                    "f": "read",
+                    "value": value,
+                    "node": node,
+                }
                 op = {"f": "read", "value": value, "outcome": outcome, "node": node, "worker": worker}
                 lands = outcome == "ok"
             else:
                 counter += 1
                 ident = f"a{counter}"
-                yield {"time": now, "type": "invoke", "process": process, "f": "append", "value": {"id": ident},
-                       "node": node}
-                op = {"f": "append", "value": {"id": ident}, "outcome": outcome, "node": node, "worker": worker}
+                yield {
+                    "time": now,
+                    "type": "invoke",
+                    "process": process,
+                    "f": "append",
+                    "value": {"id": ident},
+                    "node": node,
+                }
+                op = {
+                    "f": "append",
+                    "value": {"id": ident},
+                    "outcome": outcome,
+                    "node": node,
+                    "worker": worker,
+                }
                 lands = outcome == "ok" or (outcome == "info" and rng.random() < 0.5)
             lin = now + rng.randrange(1, latency)
             if lands:
@@ -177,8 +226,14 @@ def _events(n_ops: int, rng: random.Random, *, concurrency: int, nodes: list[str
             worker = data["worker"]
             process = processes[worker]
             value = data.get("result", data["value"]) if data["outcome"] == "ok" else data["value"]
-            line = {"time": now, "type": data["outcome"], "process": process, "f": data["f"], "value": value,
-                    "node": data["node"]}
+            line = {
+                "time": now,
+                "type": data["outcome"],
+                "process": process,
+                "f": data["f"],
+                "value": value,
+                "node": data["node"],
+            }
             if data["outcome"] != "ok":
                 line["error"] = "timeout" if data["outcome"] == "info" else "not-leader"
             yield line
@@ -188,14 +243,38 @@ def _events(n_ops: int, rng: random.Random, *, concurrency: int, nodes: list[str
             at(now + rng.randrange(0, 3 * MS), "invoke", worker)
 
 
-def simulate(seed: int, n_ops: int = 60, *, concurrency: int = 4, nodes: int = 3, p_read: float = 0.4,
-             p_fail: float = 0.08, p_info: float = 0.1, read_span: int = 3, elections: int = 2,
-             nemesis: int = 2, read_mode: str = "read-index") -> Sim:
+def simulate(
+    seed: int,
+    n_ops: int = 60,
+    *,
+    concurrency: int = 4,
+    nodes: int = 3,
+    p_read: float = 0.4,
+    p_fail: float = 0.08,
+    p_info: float = 0.1,
+    read_span: int = 3,
+    elections: int = 2,
+    nemesis: int = 2,
+    read_mode: str = "read-index",
+) -> Sim:
     """A correct history of `n_ops` client ops (invoke + completion each)."""
     rng = random.Random(seed)
     world = _World(rng, [f"n{i}" for i in range(1, nodes + 1)])
-    lines = list(_events(n_ops, rng, concurrency=concurrency, nodes=world.nodes, p_read=p_read, p_fail=p_fail,
-                         p_info=p_info, read_span=read_span, elections=elections, nemesis=nemesis, world=world))
+    lines = list(
+        _events(
+            n_ops,
+            rng,
+            concurrency=concurrency,
+            nodes=world.nodes,
+            p_read=p_read,
+            p_fail=p_fail,
+            p_info=p_info,
+            read_span=read_span,
+            elections=elections,
+            nemesis=nemesis,
+            world=world,
+        )
+    )
     return Sim(lines, list(world.log), world.events, world.nodes, read_mode)
 
 
@@ -210,13 +289,22 @@ def write_lines(folder: Path, seed: int, n_lines: int, *, concurrency: int = 10,
     dumps = json.JSONEncoder(separators=(",", ":")).encode
     count = 0
     with (folder / "history.jsonl").open("w", buffering=1 << 20) as out:
-        for line in _events(n_lines // 2, rng, concurrency=concurrency, nodes=world.nodes, p_read=0.4,
-                            p_fail=0.02, p_info=0.02, read_span=2, elections=20, nemesis=20, world=world):
+        for line in _events(
+            n_lines // 2,
+            rng,
+            concurrency=concurrency,
+            nodes=world.nodes,
+            p_read=0.4,
+            p_fail=0.02,
+            p_info=0.02,
+            read_span=2,
+            elections=20,
+            nemesis=20,
+            world=world,
+        ):
             line["index"] = count
             out.write(dumps(line) + "\n")
             count += 1
-    sim = Sim([], world.log, world.events, world.nodes)
-    sim.history = []
     (folder / "final").mkdir(exist_ok=True)
     for node in world.nodes:
         with (folder / "final" / f"{node}.jsonl").open("w", buffering=1 << 20) as out:
@@ -282,13 +370,17 @@ def _index_mismatch(sim: Sim, rng: random.Random) -> dict[str, Any]:
 
 
 def _realtime_reorder(sim: Sim, rng: random.Random) -> dict[str, Any]:
-    times = {inv["value"]["id"]: (inv["time"], c["time"] if c and c["type"] == "ok" else None)
-             for inv, c in sim.ops("append")}
+    times = {
+        inv["value"]["id"]: (inv["time"], c["time"] if c and c["type"] == "ok" else None)
+        for inv, c in sim.ops("append")
+    }
     for i in range(len(sim.log) - 1):
         a, b = sim.log[i][1], sim.log[i + 1][1]
         if a in times and b in times and times[a][1] is not None and times[a][1] < times[b][0]:
+
             def swap(entries: list[dict[str, Any]], i: int = i) -> None:
                 entries[i]["id"], entries[i + 1]["id"] = entries[i + 1]["id"], entries[i]["id"]
+
             _set_final(sim, sim.nodes, swap)
             return {"later": b, "earlier": a}
     raise ValueError("no adjacent pair completed-before-invoked to swap")
@@ -313,8 +405,11 @@ def _stale_read(sim: Sim, rng: random.Random) -> dict[str, Any]:
 def _future_read(sim: Sim, rng: random.Random) -> dict[str, Any]:
     invoked = {inv["value"]["id"]: inv["time"] for inv, _ in sim.ops("append")}
     for inv, done in _reads(sim):
-        later = [i for i, (_, x) in enumerate(sim.log) if x in invoked and invoked[x] > done["time"]
-                 and i >= done["value"]["from"]]
+        later = [
+            i
+            for i, (_, x) in enumerate(sim.log)
+            if x in invoked and invoked[x] > done["time"] and i >= done["value"]["from"]
+        ]
         if later:
             upto = min(later)
             done["value"]["to"] = max(done["value"]["to"], upto)
@@ -363,6 +458,7 @@ def _swap_any(sim: Sim, rng: random.Random) -> dict[str, Any]:
 
     def swap(entries: list[dict[str, Any]]) -> None:
         entries[i]["id"], entries[j]["id"] = entries[j]["id"], entries[i]["id"]
+
     _set_final(sim, sim.nodes, swap)
     return {}
 
@@ -370,24 +466,35 @@ def _swap_any(sim: Sim, rng: random.Random) -> dict[str, Any]:
 def _truncate_read(sim: Sim, rng: random.Random) -> dict[str, Any]:
     inv, done = rng.choice([r for r in _reads(sim) if r[1]["value"]["entries"]])
     entries = done["value"]["entries"]
-    done["value"]["entries"] = entries[:rng.randrange(len(entries))]
+    done["value"]["entries"] = entries[: rng.randrange(len(entries))]
     return {"read": sim.history.index(inv)}
 
 
 def _drop_tail(sim: Sim, rng: random.Random) -> dict[str, Any]:
     """A run cut off mid-way: the last lines of the history are gone."""
-    del sim.history[len(sim.history) - rng.randrange(1, 6):]
+    del sim.history[len(sim.history) - rng.randrange(1, 6) :]
     return {}
 
 
 MUTATIONS: dict[str, Injection] = {
-    "shift-ack": _shift_ack, "swap-final": _swap_any, "truncate-read": _truncate_read, "drop-tail": _drop_tail,
+    "shift-ack": _shift_ack,
+    "swap-final": _swap_any,
+    "truncate-read": _truncate_read,
+    "drop-tail": _drop_tail,
 }
 INJECTIONS: dict[str, Injection] = {
-    "lost": _lost, "divergence": _divergence, "duplicate": _duplicate, "phantom": _phantom,
-    "aborted-read": _aborted_read, "index-mismatch": _index_mismatch, "realtime-reorder": _realtime_reorder,
-    "stale-read": _stale_read, "future-read": _future_read, "nonmonotonic-read": _nonmonotonic_read,
-    "hole": _hole, "election-safety": _election_safety,
+    "lost": _lost,
+    "divergence": _divergence,
+    "duplicate": _duplicate,
+    "phantom": _phantom,
+    "aborted-read": _aborted_read,
+    "index-mismatch": _index_mismatch,
+    "realtime-reorder": _realtime_reorder,
+    "stale-read": _stale_read,
+    "future-read": _future_read,
+    "nonmonotonic-read": _nonmonotonic_read,
+    "hole": _hole,
+    "election-safety": _election_safety,
 }
 
 

@@ -9,8 +9,19 @@ from checkers.reference import linearizable, reference_check
 
 pytestmark = pytest.mark.spark
 SINGLE_NODE = {"divergence", "hole", "election-safety"}  # edits of one node's files, invisible to the search
-LINEARIZABILITY = ("lost", "divergence", "duplicate", "phantom", "aborted-read", "index-mismatch",
-                   "realtime-reorder", "stale-read", "future-read", "nonmonotonic-read", "hole")
+LINEARIZABILITY = (
+    "lost",
+    "divergence",
+    "duplicate",
+    "phantom",
+    "aborted-read",
+    "index-mismatch",
+    "realtime-reorder",
+    "stale-read",
+    "future-read",
+    "nonmonotonic-read",
+    "hole",
+)
 
 
 def _random(checked):
@@ -22,8 +33,11 @@ def _counts(result):
 
 
 def test_spark_and_reference_checkers_agree_on_every_random_history(checked):
-    disagree = [(case.injected, case.path, _counts(r), _counts(reference_check(case.path)))
-                for case, r in _random(checked) if _counts(r) != _counts(reference_check(case.path))]
+    disagree = [
+        (case.injected, case.path, _counts(r), _counts(reference_check(case.path)))
+        for case, r in _random(checked)
+        if _counts(r) != _counts(reference_check(case.path))
+    ]
     assert not disagree, disagree[:2]
     verdicts = {r["valid"] for _, r in _random(checked)}
     assert False in verdicts and "unknown" in verdicts, "the batch holds both broken and correct histories"
@@ -39,5 +53,9 @@ def test_search_finds_no_linearization_exactly_when_a_check_fails(checked):
         if verdict is None:
             continue
         compared += 1
-        assert verdict is not found, (case.injected, case.path, {c: result["checks"][c]["count"] for c in LINEARIZABILITY})
+        assert verdict is not found, (
+            case.injected,
+            case.path,
+            {c: result["checks"][c]["count"] for c in LINEARIZABILITY},
+        )
     assert compared > RANDOM_CASES * 0.8

@@ -1,4 +1,4 @@
-"""Edge cases: empty and cut-off histories, only failures, missing final logs, weak read modes, store files."""
+"""Edge cases: empty and cut-off histories, only failures, missing final logs, read modes, stores."""
 
 from __future__ import annotations
 

@@ -27,7 +27,9 @@ def _shows(witness: dict, expected: dict) -> bool:
     """Every expected field is in the witness: under its own name, or (for op roles) as any value."""
     leaves = set(_leaves(witness))
     values = {v for _, v in leaves}
-    return all((k, v) in leaves or (k in ("later", "earlier", "read") and v in values) for k, v in expected.items())
+    return all(
+        (k, v) in leaves or (k in ("later", "earlier", "read") and v in values) for k, v in expected.items()
+    )
 
 
 def test_correct_histories_pass_every_check(checked):
@@ -53,7 +55,8 @@ def test_reference_checker_agrees_and_search_finds_no_linearization(checked, nam
     case, result = checked[f"inject-{name}"]
     ref = reference_check(case.path)
     assert {c: v["count"] for c, v in ref["checks"].items() if c not in NO_STORES} == {
-        c: v["count"] for c, v in result["checks"].items() if c not in NO_STORES}
+        c: v["count"] for c, v in result["checks"].items() if c not in NO_STORES
+    }
     if name not in ("divergence", "hole", "election-safety"):  # those edit one node's files only
         assert linearizable(case.path) is False
 
@@ -62,12 +65,18 @@ def test_recovered_info_appends_are_reported_not_invalid(checked):
     recovered = [r["checks"]["recovered"] for name, (_, r) in checked.items() if name.startswith("ok-")]
     assert sum(c["count"] for c in recovered) > 0
     assert all(c["valid"] is True and c.get("informational") for c in recovered)
-    assert all(w["append"]["type"] == "info" and w["final_index"] >= 0 for c in recovered for w in c["witnesses"])
+    assert all(
+        w["append"]["type"] == "info" and w["final_index"] >= 0 for c in recovered for w in c["witnesses"]
+    )
 
 
 def test_witnesses_name_history_lines(checked):
     case, result = checked["inject-stale-read"]
-    [witness] = [w for w in result["checks"]["stale-read"]["witnesses"] if w["read"]["invoke_index"] == case.expected["read"]]
+    [witness] = [
+        w
+        for w in result["checks"]["stale-read"]["witnesses"]
+        if w["read"]["invoke_index"] == case.expected["read"]
+    ]
     lines = case.path.joinpath("history.jsonl").read_text().splitlines()
     assert f'"index": {witness["read"]["invoke_index"]},' in lines[witness["read"]["invoke_index"]]
     assert '"type": "ok"' in lines[witness["read"]["complete_index"]]

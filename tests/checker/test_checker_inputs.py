@@ -27,12 +27,22 @@ def _break_line(path, number, text):
     path.write_text("\n".join(lines) + "\n")
 
 
-@pytest.mark.parametrize(("line", "text", "message"), [
-    (3, "{not json", "not valid JSON"),
-    (2, '{"index": 1, "time": 5, "type": "bogus", "process": 0, "f": "append", "value": {"id": "x"}}', "`type`"),
-    (4, '{"index": 3, "time": 5, "type": "invoke", "process": 0, "f": "read", "value": {"from": 1}}',
-     "read invoke needs"),
-])
+@pytest.mark.parametrize(
+    ("line", "text", "message"),
+    [
+        (3, "{not json", "not valid JSON"),
+        (
+            2,
+            '{"index": 1, "time": 5, "type": "bogus", "process": 0, "f": "append", "value": {"id": "x"}}',
+            "`type`",
+        ),
+        (
+            4,
+            '{"index": 3, "time": 5, "type": "invoke", "process": 0, "f": "read", "value": {"from": 1}}',
+            "read invoke needs",
+        ),
+    ],
+)
 def test_malformed_history_line_is_named(spark, checked, tmp_path, line, text, message):
     folder = _copy(checked, "ok-0", tmp_path)
     _break_line(folder / "history.jsonl", line, text)
@@ -63,7 +73,7 @@ def test_malformed_final_log_and_events_lines_are_named(spark, checked, tmp_path
 
 
 def test_not_a_results_folder(tmp_path):
-    with pytest.raises(InputError, match="history.jsonl: missing"):
+    with pytest.raises(InputError, match=r"history\.jsonl: missing"):
         ResultsDir.open(tmp_path)
     (tmp_path / "history.jsonl").write_text("")
     (tmp_path / "test.json").write_text('{"read_mode": "sometimes"}')
@@ -73,15 +83,6 @@ def test_not_a_results_folder(tmp_path):
 
 def _cli(*argv):
     return run_subcommands("python -m checkers", "", COMMANDS, argv=["check", *argv])
-
-
-def test_cli_writes_results_json_and_exits_1_on_an_invalid_run(checked, tmp_path, capsys):
-    folder = _copy(checked, "inject-lost", tmp_path)
-    assert _cli(str(folder), "--witnesses", "2") == 1
-    out = capsys.readouterr().out
-    assert "lost" in out and "INVALID" in out and "valid: false" in out
-    written = json.loads((folder / "results.json").read_text())
-    assert written["valid"] is False and len(written["checks"]["lost"]["witnesses"]) <= 2
 
 
 def test_cli_bad_arguments_and_bad_input_exit_254(checked, tmp_path, capsys):

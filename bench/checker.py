@@ -1,0 +1,149 @@
+"""Checker scale: time to check histories of 10^5, 10^6 and 10^7 lines, and the driver's memory.
+
+For each size a correct history (10 concurrent clients, 40% reads, 3 nodes) is generated
+once into --data-dir, then checked in a fresh process: the whole check with Spark's start,
+and the check alone. Prints a table, writes bench/results/checker.json and checker.png.
+
+    .venv/bin/python bench/checker.py [--sizes 100000 1000000 10000000] [--spark-master URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "checker"))
+
+RESULTS = ROOT / "bench" / "results"
+DEFAULT_SIZES = (100_000, 1_000_000, 10_000_000)
+
+
+def _peak_rss_mib(pid: int | str = "self") -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
+def measure_one(folder: Path, master: str | None) -> dict[str, float]:
+    """Run in a fresh process: start Spark, check `folder`, report times and peak memory."""
+    started = time.monotonic()
+    from checkers.check import check_many
+    from checkers.layout import ResultsDir
+    from checkers.spark import session
+
+    spark = session(master)
+    ready = time.monotonic()
+    [result] = check_many([ResultsDir.open(folder)], spark, witnesses=10)
+    done = time.monotonic()
+    jvm_pid = spark.sparkContext._jvm.ProcessHandle.current().pid()
+    failed = [name for name, c in result["checks"].items() if c["valid"] is False]
+    return {
+        "spark_start_s": round(ready - started, 2),
+        "check_s": round(done - ready, 2),
+        "load_s": result["stats"]["load_s"],
+        "total_s": round(done - started, 2),
+        "driver_python_peak_mib": _peak_rss_mib(),
+        "jvm_peak_mib": _peak_rss_mib(jvm_pid),
+        "verdict": result["valid"],
+        "invalid_checks": failed,
+    }
+
+
+def _generate(folder: Path, lines: int) -> int:
+    from histgen import write_lines
+
+    done = folder / "generated.json"
+    if done.is_file() and json.loads(done.read_text())["requested"] == lines:
+        return json.loads(done.read_text())["lines"]
+    written = write_lines(folder, seed=lines, n_lines=lines)
+    done.write_text(json.dumps({"requested": lines, "lines": written}))
+    return written
+
+
+def _plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [r["history_lines"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(sizes, [r["wall_s"] for r in rows], "o-", label="whole check (Spark start included)")
+    ax.plot(sizes, [r["check_s"] for r in rows], "s-", label="check alone")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("history lines")
+    ax.set_ylabel("seconds")
+    ax.set_title("PySpark checker, local[*] on 2 cores")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES))
+    parser.add_argument("--data-dir", type=Path, default=Path("/tmp/dledger-checker-bench"))
+    parser.add_argument("--spark-master")
+    parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(measure_one(args.one, args.spark_master)))
+        return 0
+    rows = []
+    for size in args.sizes:
+        folder = args.data_dir / f"h{size}"
+        t0 = time.monotonic()
+        lines = _generate(folder, size)
+        generated = time.monotonic() - t0
+        cmd = [sys.executable, __file__, "--one", str(folder)]
+        if args.spark_master:
+            cmd += ["--spark-master", args.spark_master]
+        t0 = time.monotonic()
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout
+        wall = time.monotonic() - t0
+        row = {
+            "history_lines": lines,
+            "history_mib": round((folder / "history.jsonl").stat().st_size / 2**20, 1),
+            "wall_s": round(wall, 2),
+            **json.loads(out.strip().splitlines()[-1]),
+            "lines_per_s": round(lines / wall),
+            "generate_s": round(generated, 1),
+            "load_average": round(os.getloadavg()[0], 1),
+        }
+        rows.append(row)
+        print(
+            f"{lines:>10} lines  {row['history_mib']:>7} MiB  whole {row['wall_s']:>7.1f} s  "
+            f"check {row['check_s']:>7.1f} s  python peak {row['driver_python_peak_mib']:>6} MiB  "
+            f"jvm peak {row['jvm_peak_mib']:>7} MiB  verdict {row['verdict']}  load {row['load_average']}",
+            flush=True,
+        )
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "checker.json").write_text(
+        json.dumps(
+            {
+                "benchmark": "checker",
+                "cores": os.cpu_count(),
+                "master": args.spark_master or "local[*]",
+                "rows": rows,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
+    _plot(rows, RESULTS / "checker.png")
+    print(f"wrote {RESULTS / 'checker.json'} and {RESULTS / 'checker.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
