@@ -1,7 +1,9 @@
 """Binary encoding of message dataclasses, generated from their type hints.
 
-Each registered dataclass gets an encoder and a decoder compiled once from its fields, so a
-new field needs no hand-written code. Encodings, big-endian:
+Each registered dataclass gets an encoder and a decoder compiled once (as Python source,
+with nested types inlined) from its fields, so a new field needs no hand-written code and
+a message with many entries costs one generated loop, not a call per field. Encodings,
+big-endian:
 
 * `int` int64, `bool` uint8, `float` float64, `IntEnum` int64 of its value;
 * `str` uint32 length + UTF-8, `bytes` uint32 length + raw bytes (entry bodies travel as is);
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import operator
 import struct
 import types
 import typing
@@ -28,7 +29,6 @@ Encoder = Callable[[Any, bytearray], None]
 Decoder = Callable[[bytes, int], tuple[Any, int]]
 
 _U32 = struct.Struct(">I")
-_U8 = struct.Struct(">B")
 _FIXED = {int: "q", bool: "?", float: "d"}
 
 
@@ -55,193 +55,218 @@ def _enum_decoder(tp: type[enum.IntEnum]) -> Callable[[int], Any]:
     return convert
 
 
-def _length(data: bytes, pos: int, what: str) -> tuple[int, int]:
-    end = pos + 4
-    if end > len(data):
-        raise CodecError(f"truncated payload: {what} length at byte {pos}")
-    return _U32.unpack_from(data, pos)[0], end
+def _struct_for(types_: list[Any]) -> struct.Struct:
+    """One struct for consecutive fixed-size values of `types_`."""
+    return struct.Struct(">" + "".join(_fixed_code(tp) or "" for tp in types_))
 
 
-def _bytes_codec() -> tuple[Encoder, Decoder]:
-    def enc(value: bytes, out: bytearray) -> None:
-        out += _U32.pack(len(value))
-        out += value
-
-    def dec(data: bytes, pos: int) -> tuple[bytes, int]:
-        n, pos = _length(data, pos, "bytes")
-        end = pos + n
-        if end > len(data):
-            raise CodecError(f"truncated payload: {n} bytes announced at byte {pos - 4}")
-        return data[pos:end], end
-    return enc, dec
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", repr(tp))
 
 
-def _str_codec() -> tuple[Encoder, Decoder]:
-    benc, bdec = _bytes_codec()
+class _Source:
+    """Python source of one encoder or decoder being generated, with the objects it uses."""
 
-    def enc(value: str, out: bytearray) -> None:
-        benc(value.encode(), out)
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.names: dict[str, Any] = {"CodecError": CodecError, "UnicodeDecodeError": UnicodeDecodeError,
+                                      "u32_pack": _U32.pack, "u32_unpack": _U32.unpack_from}
+        self._count = 0
+        self._building: list[type] = []
 
-    def dec(data: bytes, pos: int) -> tuple[str, int]:
-        raw, pos = bdec(data, pos)
-        try:
-            return raw.decode(), pos
-        except UnicodeDecodeError as exc:
-            raise CodecError(f"string at byte {pos - len(raw)} is not UTF-8") from exc
-    return enc, dec
+    def fresh(self, prefix: str) -> str:
+        self._count += 1
+        return f"{prefix}{self._count}"
 
+    def const(self, prefix: str, value: Any) -> str:
+        name = self.fresh(prefix)
+        self.names[name] = value
+        return name
 
-def _optional_codec(inner: Any) -> tuple[Encoder, Decoder]:
-    ienc, idec = _codec_for(inner)
+    def emit(self, depth: int, line: str) -> None:
+        self.lines.append("    " * depth + line)
 
-    def enc(value: Any, out: bytearray) -> None:
-        if value is None:
-            out.append(0)
-        else:
-            out.append(1)
-            ienc(value, out)
+    def compile(self, header: str, name: str) -> Any:
+        text = "\n".join([header, *self.lines])
+        exec(compile(text, f"<codec {name}>", "exec"), self.names)  # our own generated source
+        return self.names[name]
 
-    def dec(data: bytes, pos: int) -> tuple[Any, int]:
-        if pos >= len(data):
-            raise CodecError(f"truncated payload: optional flag at byte {pos}")
-        flag = data[pos]
-        if flag == 0:
-            return None, pos + 1
-        if flag != 1:
-            raise CodecError(f"optional flag {flag} at byte {pos} is neither 0 nor 1")
-        return idec(data, pos + 1)
-    return enc, dec
+    def enter(self, cls: type) -> None:
+        if cls in self._building:
+            raise TypeError(f"the codec cannot encode the recursive dataclass {cls.__name__}")
+        self._building.append(cls)
 
-
-def _sequence_codec(item: Any, make: Callable[[list[Any]], Any]) -> tuple[Encoder, Decoder]:
-    ienc, idec = _codec_for(item)
-
-    def enc(value: Any, out: bytearray) -> None:
-        out += _U32.pack(len(value))
-        for v in value:
-            ienc(v, out)
-
-    def dec(data: bytes, pos: int) -> tuple[Any, int]:
-        n, pos = _length(data, pos, "sequence")
-        if n > len(data) - pos:  # every item takes at least one byte
-            raise CodecError(f"sequence of {n} items cannot fit in the {len(data) - pos} bytes left")
-        items = []
-        for _ in range(n):
-            v, pos = idec(data, pos)
-            items.append(v)
-        return make(items), pos
-    return enc, dec
+    def leave(self) -> None:
+        self._building.pop()
 
 
-def _converter(tp: Any) -> Callable[[int], Any] | None:
-    if isinstance(tp, type) and issubclass(tp, enum.IntEnum):
-        return _enum_decoder(tp)
-    return None
-
-
-def _scalar_codec(tp: Any) -> tuple[Encoder, Decoder]:
-    st = struct.Struct(">" + (_fixed_code(tp) or ""))
-    convert = _converter(tp)
-
-    def enc(value: Any, out: bytearray) -> None:
-        try:
-            out += st.pack(value)
-        except struct.error as exc:
-            raise CodecError(f"{value!r} does not fit {tp.__name__}: {exc}") from exc
-
-    def dec(data: bytes, pos: int) -> tuple[Any, int]:
-        end = pos + st.size
-        if end > len(data):
-            raise CodecError(f"truncated payload: {tp.__name__} at byte {pos}")
-        v = st.unpack_from(data, pos)[0]
-        return (convert(v) if convert else v), end
-    return enc, dec
-
-
-def _dataclass_codec(cls: type) -> tuple[Encoder, Decoder]:
+def _dataclass_fields(cls: type) -> tuple[list[tuple[str, Any]], bool]:
     hints = typing.get_type_hints(cls)
-    fields = [(f.name, hints[f.name]) for f in dataclasses.fields(cls) if f.init]
-    # Split the fields into runs: fixed-size runs are one struct, others their own codec.
-    steps: list[tuple[Encoder, Any]] = []
-    run: list[tuple[str, Any]] = []
+    init = [f for f in dataclasses.fields(cls) if f.init]
+    return [(f.name, hints[f.name]) for f in init], not any(f.kw_only for f in init)
 
-    def close_run() -> None:
-        if run:
-            steps.append(_run_step(list(run)))
-            run.clear()
 
+def _runs(fields: list[tuple[str, Any]]) -> list[list[tuple[str, Any]]]:
+    """Fields split into runs: consecutive fixed-size fields together, every other field alone."""
+    runs: list[list[tuple[str, Any]]] = []
     for name, tp in fields:
-        if _fixed_code(tp) is not None:
-            run.append((name, tp))
-            continue
-        close_run()
-        fenc, fdec = _codec_for(tp)
-        steps.append((_field_encoder(name, fenc), _field_decoder(fdec)))
-    close_run()
-    names = [n for n, _ in fields]
-    positional = not any(f.kw_only for f in dataclasses.fields(cls) if f.init)
-    make = cls
-    encoders = [s[0] for s in steps]
-    decoders = [s[1] for s in steps]
+        if _fixed_code(tp) is not None and runs and _fixed_code(runs[-1][-1][1]) is not None:
+            runs[-1].append((name, tp))
+        else:
+            runs.append([(name, tp)])
+    return runs
 
-    def enc(value: Any, out: bytearray) -> None:
-        for e in encoders:
-            e(value, out)
 
-    def dec(data: bytes, pos: int) -> tuple[Any, int]:
-        values: list[Any] = []
-        for d in decoders:
-            pos = d(data, pos, values)
-        return (make(*values) if positional else make(**dict(zip(names, values, strict=True)))), pos
+def _shape(tp: Any) -> tuple[str, Any]:
+    """What kind of value `tp` is: fixed, bytes, str, dataclass, optional, list or tuple."""
+    if _fixed_code(tp) is not None:
+        return "fixed", None
+    if tp is bytes or tp is str:
+        return _type_name(tp), None
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return "dataclass", None
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args:
+        return "optional", args[0] if args[1] is type(None) else args[1]
+    if origin is list and len(args) == 1:
+        return "list", args[0]
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return "tuple", args[0]
+    raise TypeError(f"the codec cannot encode type {tp!r}; use int, bool, float, IntEnum, str, bytes, "
+                    "X | None, list[X], tuple[X, ...] or a dataclass")
+
+
+def _gen_encode(src: _Source, var: str, tp: Any, depth: int) -> None:
+    """Source appending the encoding of local `var` (of type `tp`) to `out`."""
+    kind, inner = _shape(tp)
+    if kind == "fixed":
+        src.emit(depth, f"out += {src.const('pack', _struct_for([tp]).pack)}({var})")
+    elif kind == "bytes":
+        src.emit(depth, f"out += u32_pack(len({var}))")
+        src.emit(depth, f"out += {var}")
+    elif kind == "str":
+        raw = src.fresh("raw")
+        src.emit(depth, f"{raw} = {var}.encode()")
+        src.emit(depth, f"out += u32_pack(len({raw}))")
+        src.emit(depth, f"out += {raw}")
+    elif kind == "optional":
+        src.emit(depth, f"if {var} is None:")
+        src.emit(depth + 1, "out.append(0)")
+        src.emit(depth, "else:")
+        src.emit(depth + 1, "out.append(1)")
+        _gen_encode(src, var, inner, depth + 1)
+    elif kind in ("list", "tuple"):
+        item = src.fresh("item")
+        src.emit(depth, f"out += u32_pack(len({var}))")
+        src.emit(depth, f"for {item} in {var}:")
+        _gen_encode(src, item, inner, depth + 1)
+    else:
+        src.enter(tp)
+        fields, _ = _dataclass_fields(tp)
+        for run in _runs(fields):
+            if _fixed_code(run[0][1]) is not None:
+                pack = src.const("pack", _struct_for([t for _, t in run]).pack)
+                src.emit(depth, f"out += {pack}({', '.join(f'{var}.{n}' for n, _ in run)})")
+            else:
+                name, ftp = run[0]
+                field = src.fresh("field")
+                src.emit(depth, f"{field} = {var}.{name}")
+                _gen_encode(src, field, ftp, depth)
+        src.leave()
+
+
+def _gen_length(src: _Source, target: str, what: str, depth: int) -> None:
+    """Source reading a uint32 length at `pos` into `target`."""
+    src.emit(depth, "if pos + 4 > size:")
+    src.emit(depth + 1, f'raise CodecError(f"truncated payload: {what} length at byte {{pos}}")')
+    src.emit(depth, f"{target}, = u32_unpack(data, pos)")
+    src.emit(depth, "pos += 4")
+
+
+def _gen_fixed_decode(src: _Source, targets: list[str], run: list[tuple[str, Any]], what: str,
+                      depth: int) -> None:
+    st = _struct_for([t for _, t in run])
+    unpack = src.const("unpack", st.unpack_from)
+    src.emit(depth, f"if pos + {st.size} > size:")
+    src.emit(depth + 1, f'raise CodecError(f"truncated payload: {what} at byte {{pos}}")')
+    src.emit(depth, f"{', '.join(targets)}, = {unpack}(data, pos)")
+    src.emit(depth, f"pos += {st.size}")
+    for target, (_, tp) in zip(targets, run, strict=True):
+        if isinstance(tp, type) and issubclass(tp, enum.IntEnum):
+            src.emit(depth, f"{target} = {src.const('enum', _enum_decoder(tp))}({target})")
+
+
+def _gen_decode(src: _Source, target: str, tp: Any, depth: int) -> None:
+    """Source decoding a `tp` at `pos` of `data` (`size` bytes) into local `target`."""
+    kind, inner = _shape(tp)
+    if kind == "fixed":
+        _gen_fixed_decode(src, [target], [("", tp)], _type_name(tp), depth)
+    elif kind in ("bytes", "str"):
+        n = src.fresh("n")
+        _gen_length(src, n, "bytes", depth)
+        src.emit(depth, f"if pos + {n} > size:")
+        src.emit(depth + 1, f'raise CodecError(f"truncated payload: {{{n}}} bytes announced at '
+                            f'byte {{pos - 4}}")')
+        if kind == "bytes":
+            src.emit(depth, f"{target} = data[pos:pos + {n}]")
+        else:
+            src.emit(depth, "try:")
+            src.emit(depth + 1, f"{target} = data[pos:pos + {n}].decode()")
+            src.emit(depth, "except UnicodeDecodeError as exc:")
+            src.emit(depth + 1, 'raise CodecError(f"string at byte {pos} is not UTF-8") from exc')
+        src.emit(depth, f"pos += {n}")
+    elif kind == "optional":
+        flag = src.fresh("flag")
+        src.emit(depth, "if pos >= size:")
+        src.emit(depth + 1, 'raise CodecError(f"truncated payload: optional flag at byte {pos}")')
+        src.emit(depth, f"{flag} = data[pos]")
+        src.emit(depth, "pos += 1")
+        src.emit(depth, f"if {flag} == 0:")
+        src.emit(depth + 1, f"{target} = None")
+        src.emit(depth, f"elif {flag} == 1:")
+        _gen_decode(src, target, inner, depth + 1)
+        src.emit(depth, "else:")
+        src.emit(depth + 1, f'raise CodecError(f"optional flag {{{flag}}} at byte {{pos - 1}} is '
+                            f'neither 0 nor 1")')
+    elif kind in ("list", "tuple"):
+        count, items, item = src.fresh("count"), src.fresh("items"), src.fresh("item")
+        _gen_length(src, count, "sequence", depth)
+        src.emit(depth, f"if {count} > size - pos:  # every item takes at least one byte")
+        src.emit(depth + 1, f'raise CodecError(f"sequence of {{{count}}} items cannot fit in the '
+                            f'{{size - pos}} bytes left")')
+        src.emit(depth, f"{items} = []")
+        src.emit(depth, f"for _ in range({count}):")
+        _gen_decode(src, item, inner, depth + 1)
+        src.emit(depth + 1, f"{items}.append({item})")
+        src.emit(depth, f"{target} = {items}" if kind == "list" else f"{target} = tuple({items})")
+    else:
+        src.enter(tp)
+        fields, positional = _dataclass_fields(tp)
+        values: list[str] = []
+        for run in _runs(fields):
+            names = [src.fresh("v") for _ in run]
+            if _fixed_code(run[0][1]) is not None:
+                _gen_fixed_decode(src, names, run, str([n for n, _ in run]), depth)
+            else:
+                _gen_decode(src, names[0], run[0][1], depth)
+            values += names
+        make = src.const("make", tp)
+        named = (f"{n}={v}" for (n, _), v in zip(fields, values, strict=True))
+        args = ", ".join(values if positional else named)
+        src.emit(depth, f"{target} = {make}({args})")
+        src.leave()
+
+
+def _build_codec(tp: Any) -> tuple[Encoder, Decoder]:
+    enc_src = _Source()
+    _gen_encode(enc_src, "value", tp, 1)
+    enc = enc_src.compile("def encode(value, out):", "encode")
+    dec_src = _Source()
+    dec_src.emit(1, "size = len(data)")
+    _gen_decode(dec_src, "result", tp, 1)
+    dec_src.emit(1, "return result, pos")
+    dec = dec_src.compile("def decode(data, pos):", "decode")
     return enc, dec
-
-
-def _field_encoder(name: str, fenc: Encoder) -> Encoder:
-    def enc(value: Any, out: bytearray) -> None:
-        fenc(getattr(value, name), out)
-    return enc
-
-
-def _field_decoder(fdec: Decoder) -> Any:
-    def dec(data: bytes, pos: int, values: list[Any]) -> int:
-        v, pos = fdec(data, pos)
-        values.append(v)
-        return pos
-    return dec
-
-
-def _run_step(run: list[tuple[str, Any]]) -> tuple[Encoder, Any]:
-    names = [n for n, _ in run]
-    st = struct.Struct(">" + "".join(_fixed_code(tp) or "" for _, tp in run))
-    converters = [_converter(tp) for _, tp in run]
-    getter = _attrgetter(names)
-    size = st.size
-
-    def enc(value: Any, out: bytearray) -> None:
-        try:
-            out += st.pack(*getter(value))
-        except struct.error as exc:
-            raise CodecError(f"{type(value).__name__} fields {names}: {exc}") from exc
-
-    needs_convert = any(converters)
-
-    def dec(data: bytes, pos: int, values: list[Any]) -> int:
-        end = pos + size
-        if end > len(data):
-            raise CodecError(f"truncated payload: {names} at byte {pos}")
-        raw = st.unpack_from(data, pos)
-        if needs_convert:
-            raw = tuple(c(v) if c else v for c, v in zip(converters, raw, strict=True))
-        values.extend(raw)
-        return end
-    return enc, dec
-
-
-def _attrgetter(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
-    if len(names) > 1:
-        return operator.attrgetter(*names)
-    single = operator.attrgetter(names[0])
-    return lambda value: (single(value),)
 
 
 _CACHE: dict[Any, tuple[Encoder, Decoder]] = {}
@@ -249,32 +274,9 @@ _CACHE: dict[Any, tuple[Encoder, Decoder]] = {}
 
 def _codec_for(tp: Any) -> tuple[Encoder, Decoder]:
     cached = _CACHE.get(tp)
-    if cached is not None:
-        return cached
-    result = _build_codec(tp)
-    _CACHE[tp] = result
-    return result
-
-
-def _build_codec(tp: Any) -> tuple[Encoder, Decoder]:
-    if _fixed_code(tp) is not None:
-        return _scalar_codec(tp)
-    if tp is bytes:
-        return _bytes_codec()
-    if tp is str:
-        return _str_codec()
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        return _dataclass_codec(tp)
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args:
-        return _optional_codec(args[0] if args[1] is type(None) else args[1])
-    if origin is list and len(args) == 1:
-        return _sequence_codec(args[0], list)
-    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-        return _sequence_codec(args[0], tuple)
-    raise TypeError(f"the codec cannot encode type {tp!r}; use int, bool, float, IntEnum, str, bytes, "
-                    "X | None, list[X], tuple[X, ...] or a dataclass")
+    if cached is None:
+        cached = _CACHE[tp] = _build_codec(tp)
+    return cached
 
 
 class MessageCodec:
@@ -304,6 +306,8 @@ class MessageCodec:
         out = bytearray()
         try:
             enc(message, out)
+        except struct.error as exc:
+            raise CodecError(f"{type(message).__name__}: a value does not fit its field: {exc}") from exc
         except (AttributeError, TypeError, UnicodeEncodeError) as exc:
             raise CodecError(f"cannot encode {type(message).__name__}: {exc}") from exc
         return type_id, bytes(out)
