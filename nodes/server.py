@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -342,13 +342,15 @@ class NodeServer:
                 waiters[0].conn.reply(waiters[0].request_id, response)
                 continue
             first = response.first_index
-            for w in waiters:  # a batch of appends: each request gets its own slice of the indexes
-                if first >= 0:
-                    mine = replace(response, first_index=first, last_index=first + w.count - 1)
-                    w.conn.reply(w.request_id, mine)
-                    first += w.count
-                else:
+            if first < 0:
+                for w in waiters:
                     w.conn.reply(w.request_id, response)
+                continue
+            code, term, leader = response.code, response.term, response.leader
+            for w in waiters:  # a batch of appends: each request gets its own slice of the indexes
+                last = first + w.count - 1
+                w.conn.reply(w.request_id, m.AppendResponse(code, term, first, last, leader))
+                first = last + 1
         for change in ready.role_changes:
             log.info("role %s in term %d, leader %s", change.role.value, change.term, change.leader)
             self.events.role(change.term, change.role.value, change.leader)

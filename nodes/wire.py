@@ -16,7 +16,7 @@ so the parser raises `FrameError` and the connection must be closed.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 WIRE_VERSION = 1
 MAX_FRAME = 16 * 1024 * 1024
@@ -29,8 +29,7 @@ class FrameError(Exception):
     """The byte stream is not a valid frame sequence; the connection cannot continue."""
 
 
-@dataclass(frozen=True, slots=True)
-class Frame:
+class Frame(NamedTuple):
     msg_type: int
     request_id: int
     payload: bytes
@@ -58,17 +57,19 @@ class FrameParser:
         frames: list[Frame] = []
         pos = 0
         end = len(buf)
-        while end - pos >= _HEADER.size:
-            length, version, msg_type, request_id = _HEADER.unpack_from(buf, pos)
-            if length < _REST or length > self._max:
-                raise FrameError(f"frame length {length} outside {_REST}..{self._max}")
-            if version != WIRE_VERSION:
-                raise FrameError(f"wire version {version}, this node speaks {WIRE_VERSION}")
-            total = _LENGTH.size + length
-            if end - pos < total:
-                break
-            frames.append(Frame(msg_type, request_id, bytes(buf[pos + _HEADER.size:pos + total])))
-            pos += total
+        header, unpack, limit = _HEADER.size, _HEADER.unpack_from, self._max
+        with memoryview(buf) as view:  # released before `buf` shrinks
+            while end - pos >= header:
+                length, version, msg_type, request_id = unpack(buf, pos)
+                if length < _REST or length > limit:
+                    raise FrameError(f"frame length {length} outside {_REST}..{limit}")
+                if version != WIRE_VERSION:
+                    raise FrameError(f"wire version {version}, this node speaks {WIRE_VERSION}")
+                total = _LENGTH.size + length
+                if end - pos < total:
+                    break
+                frames.append(Frame(msg_type, request_id, bytes(view[pos + header:pos + total])))
+                pos += total
         if pos:
             del buf[:pos]
         return frames
