@@ -13,10 +13,21 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 
+def anomaly(check: str, key: Column, **witness: Column) -> Column:
+    """One anomaly as a struct: `check`, `key` (orders witnesses) and `witness` (JSON)."""
+    body = F.to_json(F.struct(*[col.alias(name) for name, col in witness.items()]))
+    return F.struct(F.lit(check).alias("check"), key.cast("long").alias("key"), body.alias("witness"))
+
+
 def anomaly_rows(df: DataFrame, check: str, key: Column, **witness: Column) -> DataFrame:
     """One anomaly per row of `df`: the `hid, check, key, witness` shape every check returns."""
-    body = F.to_json(F.struct(*[col.alias(name) for name, col in witness.items()]))
-    return df.select("hid", F.lit(check).alias("check"), key.cast("long").alias("key"), body.alias("witness"))
+    return anomalies_where(df, [(F.lit(True), anomaly(check, key, **witness))])
+
+
+def anomalies_where(df: DataFrame, cases: list[tuple[Column, Column]]) -> DataFrame:
+    """Anomaly rows from one pass over `df`: each (condition, anomaly) case that holds on a row."""
+    found = F.filter(F.array(*[F.when(cond, a) for cond, a in cases]), lambda a: a.isNotNull())
+    return df.select("hid", F.explode(found).alias("a")).select("hid", "a.check", "a.key", "a.witness")
 
 
 def collect_anomalies(anomalies: DataFrame, witnesses: int) -> dict[int, dict[str, tuple[int, list[Any]]]]:

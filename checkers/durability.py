@@ -137,37 +137,18 @@ def index_mismatch(t: Tables) -> DataFrame:
 
 def hole(t: Tables) -> DataFrame:
     """A gap below the highest index of a node's final log, or inside an ok read's entries."""
-    spark = t.finals.entries.sparkSession
-    present = t.finals.entries.select("hid", "node", "log_index").distinct()
-    ends = F.broadcast(
-        spark.createDataFrame(
-            [(hid, node, end) for hid, nodes in t.finals.ends.items() for node, end in nodes.items()],
-            "hid long, node string, end long",
-        )
-    )
-    starts = (
-        present.select("hid", "node", (F.col("log_index") + 1).alias("g"))
-        .unionByName(ends.where(F.col("end") >= 0).select("hid", "node", F.lit(0).cast("long").alias("g")))
-        .join(ends, ["hid", "node"])
-        .where(F.col("g") <= F.col("end"))
-        .join(present.withColumnRenamed("log_index", "g"), ["hid", "node", "g"], "left_anti")
-        .distinct()
-    )
-    resumes = (
-        present.where(F.col("log_index") > 0)
-        .select("hid", "node", F.col("log_index").alias("r"))
-        .join(
-            present.select("hid", "node", (F.col("log_index") + 1).alias("r")),
-            ["hid", "node", "r"],
-            "left_anti",
-        )
-    )
-    in_order = Window.partitionBy("hid", "node")
-    gaps = starts.withColumn("n", F.row_number().over(in_order.orderBy("g"))).join(
-        resumes.withColumn("n", F.row_number().over(in_order.orderBy("r"))), ["hid", "node", "n"]
+    by_node = Window.partitionBy("hid", "node").orderBy("log_index")
+    present = t.finals.entries.select("hid", "node", "log_index")
+    gaps = present.withColumn("before", F.coalesce(F.lag("log_index").over(by_node), F.lit(-1))).where(
+        F.col("log_index") - F.col("before") > 1
     )
     final_holes = anomaly_rows(
-        gaps, "hole", F.col("g"), node=F.col("node"), missing_from=F.col("g"), missing_to=F.col("r") - 1
+        gaps,
+        "hole",
+        F.col("before") + 1,
+        node=F.col("node"),
+        missing_from=F.col("before") + 1,
+        missing_to=F.col("log_index") - 1,
     )
     read_gaps = anomaly_rows(t.reads.where(F.col("gap")), "hole", F.col("rid"), read=read_ref())
     return final_holes.unionByName(read_gaps)

@@ -100,8 +100,12 @@ def load_history(spark: SparkSession, dirs: list[ResultsDir]) -> History:
     files = [SourceFile(hid, d.history) for hid, d in enumerate(dirs)]
     raw = read_jsonl(spark, files, HISTORY_SCHEMA)
     client = F.col("process") != NEMESIS
-    rows = raw.withColumn("pid", F.when(client, F.col("process").cast("long"))).withColumn(
-        "v", F.when(client, F.from_json("value", VALUE_SCHEMA))
+    rows = (
+        raw.withColumn("pid", F.when(client, F.col("process").cast("long")))
+        .withColumn("v", F.when(client, F.from_json("value", VALUE_SCHEMA)))
+        .withColumn("bad", _bad_line())
+        .withColumn("corrupt", is_corrupt())
+        .drop("value", "error", "_corrupt_record")
     )
     by_process = Window.partitionBy("hid", "process").orderBy("index")
     rows = (
@@ -112,11 +116,7 @@ def load_history(spark: SparkSession, dirs: list[ResultsDir]) -> History:
         .withColumn("prev_type", F.lag("type").over(by_process))
         .withColumn("prev_f", F.lag("f").over(by_process))
     )
-    paired = (
-        rows.withColumn("bad", _bad_line())
-        .withColumn("bad_pair", client & F.coalesce(_bad_pairing(), F.lit(False)))
-        .cache()
-    )
+    paired = rows.withColumn("bad_pair", client & F.coalesce(_bad_pairing(), F.lit(False))).cache()
     try:
         stats = _validate(paired, files)
     except BaseException:
@@ -180,31 +180,32 @@ def _validate(paired: DataFrame, files: list[SourceFile]) -> dict[int, dict[str,
     def count(cond: Column) -> Column:
         return F.sum(F.when(cond, 1).otherwise(0))
 
+    sound = ~F.col("corrupt")
     agg = (
-        paired.where(~is_corrupt())
-        .groupBy("hid")
+        paired.groupBy("hid")
         .agg(
-            F.count("*").alias("lines"),
-            F.min("index").alias("min_index"),
-            F.max("index").alias("max_index"),
-            F.sum("index").alias("sum_index"),
-            count(F.col("bad")).alias("bad"),
-            count(F.col("bad_pair")).alias("bad_pair"),
+            count(sound).alias("lines"),
+            count(F.col("corrupt")).alias("corrupt"),
+            F.min(F.when(sound, F.col("index"))).alias("min_index"),
+            F.max(F.when(sound, F.col("index"))).alias("max_index"),
+            F.sum(F.when(sound, F.col("index"))).alias("sum_index"),
+            count(F.col("bad") & sound).alias("bad"),
+            count(F.col("bad_pair") & sound).alias("bad_pair"),
             count(~client & is_invoke).alias("nemesis_ops"),
             count(client & is_invoke & (F.col("f") == "append")).alias("appends"),
             count(client & is_invoke & (F.col("f") == "read")).alias("reads"),
             count(client & ~is_invoke).alias("completions"),
-            F.max("time").alias("duration_ns"),
+            F.max(F.when(sound, F.col("time"))).alias("duration_ns"),
         )
         .collect()
     )
-    corrupt = paired.where(is_corrupt()).count()
+    corrupt = sum(row["corrupt"] for row in agg)
     torn = expected_torn_lines(files)
     stats: dict[int, dict[str, Any]] = {f.hid: {"history_lines": 0} for f in files}
     bad = corrupt - torn
     for row in agg:
         n = row["lines"]
-        index_ok = (
+        index_ok = n == 0 or (
             row["min_index"] == 0 and row["max_index"] == n - 1 and row["sum_index"] == n * (n - 1) // 2
         )
         bad += row["bad"] + row["bad_pair"] + (0 if index_ok else 1)

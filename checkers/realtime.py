@@ -13,7 +13,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.anomalies import anomaly_rows
+from checkers.anomalies import anomalies_where, anomaly, anomaly_rows
 from checkers.prefix import prefix_max
 from checkers.tables import Tables, append_ref, read_ref
 
@@ -82,36 +82,32 @@ def time_order(t: Tables) -> DataFrame:
     scanned = prefix_max(rows, "t", "tie", ["u_ack", "u_pos", "u_seen"], t.time_span).where(
         F.col("kind").isNotNull()
     )
-    reorder = scanned.where((F.col("kind") == "append") & (F.col("pm_u_pos")["final_index"] > F.col("pos")))
-    stale = scanned.where(_misses("pm_u_ack", "ack_index"))
-    nonmono = scanned.where(_misses("pm_u_seen", "seen_max"))
-    return (
-        anomaly_rows(
-            reorder,
-            "realtime-reorder",
-            F.col("append")["invoke_index"],
-            later=F.col("append"),
-            later_final_index=F.col("pos"),
-            earlier=F.col("pm_u_pos"),
-        )
-        .unionByName(
-            anomaly_rows(
-                stale,
-                "stale-read",
-                F.col("read")["invoke_index"],
-                read=F.col("read"),
-                acked_before=F.col("pm_u_ack"),
-            )
-        )
-        .unionByName(
-            anomaly_rows(
-                nonmono,
-                "nonmonotonic-read",
-                F.col("read")["invoke_index"],
-                read=F.col("read"),
-                earlier_read=F.col("pm_u_seen"),
-            )
-        )
+    append, read = F.col("append"), F.col("read")
+    reorder = (F.col("kind") == "append") & (F.col("pm_u_pos")["final_index"] > F.col("pos"))
+    return anomalies_where(
+        scanned,
+        [
+            (
+                reorder,
+                anomaly(
+                    "realtime-reorder",
+                    append["invoke_index"],
+                    later=append,
+                    later_final_index=F.col("pos"),
+                    earlier=F.col("pm_u_pos"),
+                ),
+            ),
+            (
+                _misses("pm_u_ack", "ack_index"),
+                anomaly("stale-read", read["invoke_index"], read=read, acked_before=F.col("pm_u_ack")),
+            ),
+            (
+                _misses("pm_u_seen", "seen_max"),
+                anomaly(
+                    "nonmonotonic-read", read["invoke_index"], read=read, earlier_read=F.col("pm_u_seen")
+                ),
+            ),
+        ],
     )
 
 
