@@ -12,7 +12,9 @@ big-endian:
 
 Consecutive fixed-size fields are packed with one `struct` call. Decoding checks every
 length against the bytes present and rejects trailing bytes, so a malformed payload raises
-`CodecError` and nothing else.
+`CodecError` and nothing else. A decoded frozen dataclass with slots and no
+`__post_init__` is built as `pickle` would, by setting its slots without calling
+`__init__` (a frozen `__init__` costs about twice as much, per entry of every push).
 """
 
 from __future__ import annotations
@@ -70,7 +72,8 @@ class _Source:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.names: dict[str, Any] = {"CodecError": CodecError, "UnicodeDecodeError": UnicodeDecodeError,
-                                      "u32_pack": _U32.pack, "u32_unpack": _U32.unpack_from}
+                                      "u32_pack": _U32.pack, "u32_unpack": _U32.unpack_from,
+                                      "object_new": object.__new__}
         self._count = 0
         self._building: list[type] = []
 
@@ -250,11 +253,28 @@ def _gen_decode(src: _Source, target: str, tp: Any, depth: int) -> None:
             else:
                 _gen_decode(src, names[0], run[0][1], depth)
             values += names
-        make = src.const("make", tp)
-        named = (f"{n}={v}" for (n, _), v in zip(fields, values, strict=True))
-        args = ", ".join(values if positional else named)
-        src.emit(depth, f"{target} = {make}({args})")
+        slots = _slot_setters(tp, [n for n, _ in fields])
+        if slots is not None:
+            src.emit(depth, f"{target} = object_new({src.const('cls', tp)})")
+            for setter, value in zip(slots, values, strict=True):
+                src.emit(depth, f"{src.const('set', setter)}({target}, {value})")
+        else:
+            named = (f"{n}={v}" for (n, _), v in zip(fields, values, strict=True))
+            args = ", ".join(values if positional else named)
+            src.emit(depth, f"{target} = {src.const('make', tp)}({args})")
         src.leave()
+
+
+def _slot_setters(cls: type, names: list[str]) -> list[Callable[[Any, Any], None]] | None:
+    """Setters of `cls`'s slots `names` when it can be built without `__init__`, else None:
+    a frozen dataclass whose fields are exactly those slots and that has no `__post_init__`."""
+    params = getattr(cls, "__dataclass_params__", None)
+    if params is None or not params.frozen or hasattr(cls, "__post_init__"):
+        return None
+    slots = tuple(getattr(cls, "__slots__", ()))
+    if [f.name for f in dataclasses.fields(cls)] != names or slots != tuple(names):
+        return None
+    return [cls.__dict__[name].__set__ for name in names]
 
 
 def _build_codec(tp: Any) -> tuple[Encoder, Decoder]:
