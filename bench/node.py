@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import platform
@@ -33,7 +34,8 @@ from nodes.localcluster import LocalCluster, free_ports
 from nodes.messages import ResponseCode
 from nodes.payload import encode_payload
 from nodes.protocol import wire_codec
-from nodes.wire import FrameParser, encode_frame
+from nodes.serve import GC_THRESHOLDS
+from nodes.wire import FrameParser, frame_message
 
 RESULTS = Path(__file__).resolve().parent / "results" / "node.json"
 
@@ -55,12 +57,13 @@ class _Pipeline(asyncio.Protocol):
         self.transport = transport
         transport.write(b"".join(self._request() for _ in range(self.window)))
 
-    def _request(self) -> bytes:
+    def _request(self) -> bytearray:
         rid = self.next_id
         self.next_id += 1
-        type_id, payload = self.codec.encode(AppendRequest([encode_payload(f"{self.name}-{rid}", self.size)]))
+        body = encode_payload(f"{self.name}-{rid}", self.size)
+        frame = frame_message(self.codec, AppendRequest([body]), rid)
         self.sent[rid] = time.monotonic()
-        return encode_frame(type_id, rid, payload)
+        return frame
 
     def data_received(self, data: bytes) -> None:
         now = time.monotonic()
@@ -129,6 +132,8 @@ def main() -> int:
     parser.add_argument("--pysyncobj-steps", type=int, default=6, help="binary-search steps for PySyncObj")
     parser.add_argument("--skip-pysyncobj", action="store_true")
     args = parser.parse_args()
+    gc.freeze()  # the client, like the node, should not spend its CPU scanning long-lived objects
+    gc.set_threshold(*GC_THRESHOLDS)
 
     results: dict = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),

@@ -319,18 +319,24 @@ class MessageCodec:
 
     def encode(self, message: Any) -> tuple[int, bytes]:
         """(type id, payload) for a registered message; CodecError if a value does not fit."""
+        out = bytearray()
+        type_id = self.encode_into(message, out)
+        return type_id, bytes(out)
+
+    def encode_into(self, message: Any, out: bytearray) -> int:
+        """Append the payload of a registered message to `out`; its type id. CodecError if a
+        value does not fit (`out` may then hold part of the payload)."""
         try:
             type_id, enc = self._by_cls[type(message)]
         except KeyError:
             raise CodecError(f"{type(message).__name__} is not a registered message") from None
-        out = bytearray()
         try:
             enc(message, out)
         except struct.error as exc:
             raise CodecError(f"{type(message).__name__}: a value does not fit its field: {exc}") from exc
         except (AttributeError, TypeError, UnicodeEncodeError) as exc:
             raise CodecError(f"cannot encode {type(message).__name__}: {exc}") from exc
-        return type_id, bytes(out)
+        return type_id
 
     def decode(self, type_id: int, payload: bytes) -> Any:
         """The message in `payload`; CodecError for an unknown type or a malformed payload."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from nodes.codec import MessageCodec
 from nodes.protocol import PeerHello
-from nodes.wire import encode_frame
+from nodes.wire import frame_message
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +74,7 @@ class PeerLink:
         self.peer = peer
         self.address = address
         self._codec = codec
-        type_id, payload = codec.encode(PeerHello(me, group))
-        self._hello = encode_frame(type_id, 0, payload)
+        self._hello = bytes(frame_message(codec, PeerHello(me, group), 0))
         self._transport: asyncio.Transport | None = None
         self._pending: list[bytes] = []
         self._flush_scheduled = False
@@ -96,8 +95,7 @@ class PeerLink:
         if transport is None or transport.get_write_buffer_size() > MAX_BUFFERED:
             self.dropped += 1
             return
-        type_id, payload = self._codec.encode(message)
-        self._pending.append(encode_frame(type_id, 0, payload))
+        self._pending.append(frame_message(self._codec, message, 0))
         if not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)

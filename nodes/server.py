@@ -17,7 +17,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from nodes import messages as m
 from nodes.clientapi import (
@@ -36,7 +36,7 @@ from nodes.peers import Address, PeerLink
 from nodes.protocol import FIRST_PEER_TYPE, PeerHello, wire_codec
 from nodes.termfile import TermState, load_checkpoint, load_term, save_checkpoint, save_term
 from nodes.timing import Timing
-from nodes.wire import FrameError, FrameParser, encode_frame
+from nodes.wire import FrameError, FrameParser, frame_message
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +60,8 @@ class ServerConfig:
     index_segment_size: int = DEFAULT_INDEX_SEGMENT
 
 
-@dataclass(frozen=True, slots=True)
-class _Waiter:
-    """A client request waiting for the core's answer."""
+class _Waiter(NamedTuple):
+    """A client request waiting for the core's answer (a tuple: one is made per append)."""
 
     conn: _Connection
     request_id: int
@@ -112,10 +111,10 @@ class _Connection(asyncio.Protocol):
         """Queue a reply; all replies of a loop turn go out in one write."""
         if self._transport is None:
             return
-        type_id, payload = self._server.codec.encode(message)
+        frame = frame_message(self._server.codec, message, request_id)
         if not self._out:
             asyncio.get_running_loop().call_soon(self._flush)
-        self._out.append(encode_frame(type_id, request_id, payload))
+        self._out.append(frame)
 
     def _flush(self) -> None:
         if self._transport is not None and self._out:

@@ -16,7 +16,9 @@ so the parser raises `FrameError` and the connection must be closed.
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+from nodes.codec import MessageCodec
 
 WIRE_VERSION = 1
 MAX_FRAME = 16 * 1024 * 1024
@@ -37,10 +39,24 @@ class Frame(NamedTuple):
 
 def encode_frame(msg_type: int, request_id: int, payload: bytes) -> bytes:
     """One frame carrying `payload`; ValueError if it would exceed MAX_FRAME."""
-    length = _REST + len(payload)
+    _check_length(_REST + len(payload))
+    return _HEADER.pack(_REST + len(payload), WIRE_VERSION, msg_type, request_id & 0xFFFFFFFF) + payload
+
+
+def frame_message(codec: MessageCodec, message: Any, request_id: int) -> bytearray:
+    """One frame carrying `message` encoded by `codec` (in place, no copy of the payload);
+    CodecError if it does not encode, ValueError if it would exceed MAX_FRAME."""
+    out = bytearray(_HEADER.size)
+    type_id = codec.encode_into(message, out)
+    length = len(out) - _LENGTH.size
+    _check_length(length)
+    _HEADER.pack_into(out, 0, length, WIRE_VERSION, type_id, request_id & 0xFFFFFFFF)
+    return out
+
+
+def _check_length(length: int) -> None:
     if length > MAX_FRAME:
         raise ValueError(f"frame of {length} bytes exceeds the {MAX_FRAME}-byte limit; send smaller batches")
-    return _HEADER.pack(length, WIRE_VERSION, msg_type, request_id & 0xFFFFFFFF) + payload
 
 
 class FrameParser:
