@@ -65,13 +65,8 @@ def check_many(
         stores = load_stores(spark, dirs)
         loaded = time.monotonic()
         parts: list[DataFrame] = [
-            durability.lost(tables),
-            durability.recovered(tables),
-            durability.aborted_read(tables),
-            durability.phantom(tables),
-            durability.duplicate(tables),
+            durability.by_id(tables),
             durability.divergence(tables),
-            durability.index_mismatch(tables),
             durability.hole(tables),
             realtime.time_order(tables),
             realtime.future_read(tables),

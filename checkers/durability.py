@@ -1,5 +1,5 @@
-"""Checks on what the log holds: lost, recovered, aborted read, phantom, duplicate, divergence,
-index mismatch and hole. Each is a join or an aggregation over ids or log indexes.
+"""Checks on what the log holds: lost, recovered, aborted read, phantom, duplicate, index
+mismatch (one grouping by id), divergence (a grouping by index) and hole (a per-node scan).
 """
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.anomalies import anomaly_rows
+from checkers.anomalies import anomalies_where, anomaly, anomaly_rows
 from checkers.tables import NOOP_KEY, Tables, append_ref, read_ref
 
 
@@ -20,78 +20,70 @@ def _named_claims(t: Tables) -> DataFrame:
     return t.claims(acks=False).where(F.col("id").isNotNull())
 
 
-def lost(t: Tables) -> DataFrame:
-    """An acknowledged append, or an id an ok read saw, missing from the cluster's final log."""
-    acked = t.appends.where(F.col("status") == "ok").select(
-        "hid", "id", F.lit(None).cast("long").alias("rid")
+def by_id(t: Tables) -> DataFrame:
+    """lost, recovered, aborted-read, phantom, duplicate and index-mismatch, from one grouping by id.
+
+    Every fact about an id (its append, what reads and final logs claim, where the cluster's
+    final log holds it) is grouped by (hid, id) once; each check is a condition on the group.
+    """
+    appended = t.appends.select("hid", "id", append_ref().alias("app"))
+    claimed = _named_claims(t).select(
+        "hid", "id", _claim().alias("claim"), F.when(F.col("source") == "read", F.col("ref")).alias("rid")
     )
-    seen = t.read_entries.where(F.col("id").isNotNull()).select("hid", "id", "rid")
-    missing = t.with_final_log(acked.unionByName(seen)).join(t.positions, ["hid", "id"], "left_anti")
-    per_id = missing.groupBy("hid", "id").agg(F.min("rid").alias("seen_by_read"))
-    rows = per_id.join(t.appends, ["hid", "id"], "left")
-    return anomaly_rows(
-        rows,
-        "lost",
-        F.coalesce("inv_index", "seen_by_read"),
-        id=F.col("id"),
-        append=F.when(F.col("inv_index").isNotNull(), append_ref()),
-        seen_by_read=F.col("seen_by_read"),
+    placed = t.cluster.where(F.col("id").isNotNull()).select("hid", "id", F.col("log_index").alias("at"))
+    facts = appended.unionByName(claimed, allowMissingColumns=True).unionByName(
+        placed, allowMissingColumns=True
     )
-
-
-def recovered(t: Tables) -> DataFrame:
-    """An indeterminate append (info, or never completed) that did land: not an error."""
-    rows = t.appends.where(F.col("status") == "info").join(t.positions, ["hid", "id"])
-    return anomaly_rows(
-        rows, "recovered", F.col("inv_index"), id=F.col("id"), final_index=F.col("pos"), append=append_ref()
+    ids = facts.groupBy("hid", "id").agg(
+        F.max("app").alias("app"),
+        F.min("claim").alias("first"),
+        F.max("claim").alias("second"),
+        F.min("rid").alias("seen_by_read"),
+        F.min("at").alias("pos"),
+        F.collect_set("at").alias("held_at"),
     )
-
-
-def aborted_read(t: Tables) -> DataFrame:
-    """An id in a read or a final log whose append definitely failed."""
-    failed = t.appends.where(F.col("status") == "fail")
-    rows = (
-        _named_claims(t)
-        .join(failed, ["hid", "id"])
-        .groupBy("hid", "id")
-        .agg(F.min(_claim()).alias("seen"), F.min(append_ref()).alias("append"))
-    )
-    return anomaly_rows(
-        rows,
-        "aborted-read",
-        F.col("append")["invoke_index"],
-        id=F.col("id"),
-        append=F.col("append"),
-        seen=F.col("seen"),
-    )
-
-
-def phantom(t: Tables) -> DataFrame:
-    """An id in a read or a final log that no client ever appended."""
-    rows = (
-        _named_claims(t)
-        .join(t.appends, ["hid", "id"], "left_anti")
-        .groupBy("hid", "id")
-        .agg(F.min(_claim()).alias("seen"))
-    )
-    return anomaly_rows(rows, "phantom", F.col("seen")["log_index"], id=F.col("id"), seen=F.col("seen"))
-
-
-def duplicate(t: Tables) -> DataFrame:
-    """One id at two log indexes (in reads and final logs)."""
-    rows = (
-        _named_claims(t)
-        .groupBy("hid", "id")
-        .agg(F.min(_claim()).alias("first"), F.max(_claim()).alias("second"))
-        .where(F.col("first")["log_index"] != F.col("second")["log_index"])
-    )
-    return anomaly_rows(
-        rows,
-        "duplicate",
-        F.col("first")["log_index"],
-        id=F.col("id"),
-        first=F.col("first"),
-        second=F.col("second"),
+    app, first, pos = F.col("app"), F.col("first"), F.col("pos")
+    has_final_log = F.col("hid").isin(*t.finals.longest) if t.finals.longest else F.lit(False)
+    landed = pos.isNotNull()
+    ident = F.col("id")
+    return anomalies_where(
+        ids,
+        [
+            (
+                has_final_log & ~landed & ((app["type"] == "ok") | F.col("seen_by_read").isNotNull()),
+                anomaly(
+                    "lost",
+                    F.coalesce(app["invoke_index"], F.col("seen_by_read")),
+                    id=ident,
+                    append=app,
+                    seen_by_read=F.col("seen_by_read"),
+                ),
+            ),
+            (
+                (app["type"] == "info") & landed,
+                anomaly("recovered", app["invoke_index"], id=ident, final_index=pos, append=app),
+            ),
+            (
+                (app["type"] == "fail") & first.isNotNull(),
+                anomaly("aborted-read", app["invoke_index"], id=ident, append=app, seen=first),
+            ),
+            (app.isNull() & first.isNotNull(), anomaly("phantom", first["log_index"], id=ident, seen=first)),
+            (
+                first["log_index"] != F.col("second")["log_index"],
+                anomaly("duplicate", first["log_index"], id=ident, first=first, second=F.col("second")),
+            ),
+            (
+                (app["type"] == "ok") & landed & ~F.array_contains("held_at", app["ack_index"]),
+                anomaly(
+                    "index-mismatch",
+                    app["invoke_index"],
+                    id=ident,
+                    ack_index=app["ack_index"],
+                    final_index=pos,
+                    append=app,
+                ),
+            ),
+        ],
     )
 
 
@@ -113,25 +105,6 @@ def divergence(t: Tables) -> DataFrame:
     )
     return anomaly_rows(
         rows, "divergence", F.col("log_index"), log_index=F.col("log_index"), held=F.slice("held", 1, 5)
-    )
-
-
-def index_mismatch(t: Tables) -> DataFrame:
-    """An acknowledged index that does not hold the id in the cluster's final log (which has it elsewhere)."""
-    at_ack = t.cluster.select("hid", F.col("log_index").alias("ack_index"), "id")
-    rows = (
-        t.appends.where(F.col("status") == "ok")
-        .join(t.positions, ["hid", "id"])
-        .join(at_ack, ["hid", "ack_index", "id"], "left_anti")
-    )
-    return anomaly_rows(
-        rows,
-        "index-mismatch",
-        F.col("inv_index"),
-        id=F.col("id"),
-        ack_index=F.col("ack_index"),
-        final_index=F.col("pos"),
-        append=append_ref(),
     )
 
 

@@ -6,7 +6,7 @@ can find them in history.jsonl.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -24,14 +24,11 @@ class Tables:
     history: History
     finals: FinalLogs
     time_span: int
-    _cache: dict[str, DataFrame] = field(default_factory=dict)
 
     def unpersist(self) -> None:
         """Drop every cached DataFrame of this check run."""
         self.history.unpersist()
         self.finals.entries.unpersist()
-        for df in self._cache.values():
-            df.unpersist()
 
     @property
     def appends(self) -> DataFrame:
@@ -54,21 +51,11 @@ class Tables:
     def log_span(self) -> int:
         return max((max(ends.values(), default=-1) for ends in self.finals.ends.values()), default=-1) + 1
 
-    def with_final_log(self, df: DataFrame) -> DataFrame:
-        """Only the rows of histories that have at least one final log."""
-        return df.where(F.col("hid").isin(*self.finals.longest)) if self.finals.longest else df.limit(0)
-
     @property
     def positions(self) -> DataFrame:
         """hid, id, pos: where each id sits in the cluster's final log (its lowest index)."""
-        if "positions" not in self._cache:
-            self._cache["positions"] = (
-                self.cluster.where(F.col("id").isNotNull())
-                .groupBy("hid", "id")
-                .agg(F.min("log_index").alias("pos"))
-                .cache()
-            )
-        return self._cache["positions"]
+        named = self.cluster.where(F.col("id").isNotNull())
+        return named.groupBy("hid", "id").agg(F.min("log_index").alias("pos"))
 
     def claims(self, *, acks: bool) -> DataFrame:
         """hid, log_index, id, source, ref: every statement of which id an index holds.
