@@ -69,11 +69,13 @@ class NemesisRunner:
         else:
             self.history.complete(PROCESS, "info", f, value)
 
-    def stop(self) -> None:
-        """Stop following the schedule (a fault in progress finishes first)."""
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop following the schedule; a fault in progress gets up to `timeout` s to finish."""
         self._stop.set()
         if self._thread.is_alive():
-            self._thread.join()
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.warning("nemesis still busy after %s s; healing goes on without it", timeout)
 
     def heal_all(self, db: Any) -> None:
         """Stop every fault still in force (recorded), heal every family, and start every node."""

@@ -48,7 +48,8 @@ class ProgressLine:
     def stop(self) -> None:
         """Stop redrawing and leave the last line on screen."""
         self._stop.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join(self.interval + 5)
         self._draw()
         if self.tty:
             self.out.write("\n")

@@ -14,6 +14,7 @@ import random
 import shlex
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -335,14 +336,16 @@ class TestRun:
             leader_box["leader"] = db.leader(timeout=0.5)
             return run_status(t, args.time_limit, history.counts, runner.active(), leader_box["leader"])
 
-        progress = ProgressLine(render).start()
-        workers = start_workers(args.workers, self.seed, args.rate, mix, history, state, connect)
-        runner.start(t)
-        try:
+        progress = ProgressLine(render)
+        workers: list[threading.Thread] = []
+        try:  # everything started inside, so an interrupt at any point still stops it all
+            progress.start()
+            workers += start_workers(args.workers, self.seed, args.rate, mix, history, state, connect)
+            runner.start(t)
             state.stop.wait(args.time_limit)
         finally:
             state.stop.set()
-            runner.stop()
+            runner.stop(timeout=60)
             join_deadline = time.monotonic() + args.op_timeout + 5
             for worker in workers:
                 worker.join(max(0.0, join_deadline - time.monotonic()))

@@ -65,26 +65,29 @@ def test_unsafe_reads_of_an_isolated_leader_are_caught(results):
     assert leftovers(read_json(run_dir / "test.json")["run_id"]) == []
 
 
-def test_interrupted_run_leaves_usable_results_and_no_containers(results):
-    process = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--results-dir", str(results), "--nodes", "3",
-         "--time-limit", "120", "--nemesis", "kill", "--nemesis-interval", "3", "--name", "interrupted"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def test_interrupted_run_leaves_usable_results_and_no_containers(results, tmp_path):
+    out_path, err_path = tmp_path / "stdout", tmp_path / "stderr"
+    with out_path.open("w") as out, err_path.open("w") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "harness", "run", "--results-dir", str(results), "--nodes", "3",
+             "--time-limit", "120", "--nemesis", "kill", "--nemesis-interval", "3", "--name", "interrupted"],
+            cwd=REPO, stdout=out, stderr=err, text=True)
     try:
         waiting = tenacity.Retrying(stop=tenacity.stop_after_delay(600), wait=tenacity.wait_fixed(0.5),
                                     retry=tenacity.retry_if_exception_type(AssertionError), reraise=True)
         for attempt in waiting:
             with attempt:
-                assert process.poll() is None, process.communicate()
+                assert process.poll() is None, err_path.read_text()
                 history = results / "latest" / "history.jsonl"
                 assert history.exists() and history.read_text().count("\n") > 300
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=180)
+        process.wait(timeout=300)
     finally:
         if process.poll() is None:
             process.kill()
-    assert process.returncode == 2, out + err
     run_dir = only_run_dir(results)
+    err = err_path.read_text()
+    assert process.returncode == 2, err + (run_dir / "harness.log").read_text()
     test = read_json(run_dir / "test.json")
     assert test["interrupted"] is True and leftovers(test["run_id"]) == []
     assert f"python -m checkers check {run_dir}" in err
