@@ -4,7 +4,7 @@ import sys
 import traceback
 
 from harness.errors import HarnessError
-from nodes.cliparse import EXIT_INTERNAL, run_subcommands
+from nodes.cliparse import EXIT_INTERNAL, EXIT_UNKNOWN, run_subcommands
 
 COMMANDS = {
     "image": "harness.image",
@@ -16,6 +16,9 @@ COMMANDS = {
 def main() -> int:
     try:
         return run_subcommands("python -m harness", __doc__ or "", COMMANDS)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_UNKNOWN
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_INTERNAL
