@@ -46,17 +46,6 @@ def _fixed_code(tp: Any) -> str | None:
     return None
 
 
-def _enum_decoder(tp: type[enum.IntEnum]) -> Callable[[int], Any]:
-    members = {m.value: m for m in tp}
-
-    def convert(value: int) -> Any:
-        member = members.get(value)
-        if member is None:
-            raise CodecError(f"{value} is not a valid {tp.__name__}")
-        return member
-    return convert
-
-
 def _struct_for(types_: list[Any]) -> struct.Struct:
     """One struct for consecutive fixed-size values of `types_`."""
     return struct.Struct(">" + "".join(_fixed_code(tp) or "" for tp in types_))
@@ -196,7 +185,12 @@ def _gen_fixed_decode(src: _Source, targets: list[str], run: list[tuple[str, Any
     src.emit(depth, f"pos += {st.size}")
     for target, (_, tp) in zip(targets, run, strict=True):
         if isinstance(tp, type) and issubclass(tp, enum.IntEnum):
-            src.emit(depth, f"{target} = {src.const('enum', _enum_decoder(tp))}({target})")
+            members = src.const("members", {m.value: m for m in tp}.get)
+            member = src.fresh("member")
+            src.emit(depth, f"{member} = {members}({target})")
+            src.emit(depth, f"if {member} is None:")
+            src.emit(depth + 1, f'raise CodecError(f"{{{target}}} is not a valid {tp.__name__}")')
+            src.emit(depth, f"{target} = {member}")
 
 
 def _gen_decode(src: _Source, target: str, tp: Any, depth: int) -> None:
