@@ -254,15 +254,16 @@ class MmapStore:
 
     def _keep_tail(self, entries: Sequence[Entry], nbytes: int) -> None:
         """Add just written `entries` (`nbytes` on disk) to the tail; drop its older half
-        whenever it grows past twice TAIL_ENTRIES or past TAIL_BYTES."""
+        whenever it grows past twice TAIL_ENTRIES or past TAIL_BYTES (its byte count is
+        then estimated from the entries kept, which is all a memory bound needs)."""
         tail = self._tail
         tail.extend(entries)
         self._tail_bytes += nbytes
         while tail and (len(tail) > 2 * TAIL_ENTRIES or self._tail_bytes > TAIL_BYTES):
             cut = max(1, len(tail) // 2)
+            self._tail_bytes = self._tail_bytes * (len(tail) - cut) // len(tail)
             del tail[:cut]
             self._tail_first += cut
-            self._tail_bytes = sum(HEADER_SIZE + len(e.body) for e in tail)
 
     def _drop_tail_after(self, index: int) -> None:
         """Forget tail entries after `index` (a truncation)."""
@@ -270,8 +271,8 @@ class MmapStore:
         if keep == 0:
             self._tail, self._tail_first, self._tail_bytes = [], index + 1, 0
         elif keep < len(self._tail):
+            self._tail_bytes = self._tail_bytes * keep // len(self._tail)
             del self._tail[keep:]
-            self._tail_bytes = sum(HEADER_SIZE + len(e.body) for e in self._tail)
 
     # -- reads ------------------------------------------------------------------------------
 
