@@ -94,6 +94,7 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES))
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/dledger-checker-bench"))
     parser.add_argument("--spark-master")
+    parser.add_argument("--name", default="checker", help="results file stem (default: checker)")
     parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -128,7 +129,7 @@ def main() -> int:
             flush=True,
         )
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "checker.json").write_text(
+    (RESULTS / f"{args.name}.json").write_text(
         json.dumps(
             {
                 "benchmark": "checker",
@@ -140,8 +141,8 @@ def main() -> int:
         )
         + "\n"
     )
-    _plot(rows, RESULTS / "checker.png")
-    print(f"wrote {RESULTS / 'checker.json'} and {RESULTS / 'checker.png'}")
+    _plot(rows, RESULTS / f"{args.name}.png")
+    print(f"wrote {RESULTS / args.name}.json and {RESULTS / args.name}.png")
     return 0
 
 
