@@ -12,11 +12,18 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+SUSPECT = "~"
+
 
 def anomaly(check: str, key: Column, **witness: Column) -> Column:
     """One anomaly as a struct: `check`, `key` (orders witnesses) and `witness` (JSON)."""
     body = F.to_json(F.struct(*[col.alias(name) for name, col in witness.items()]))
     return F.struct(F.lit(check).alias("check"), key.cast("long").alias("key"), body.alias("witness"))
+
+
+def suspect(check: str, **witness: Column) -> Column:
+    """A `~<check>` row: the screening pass saw what `check` would find (see `screen`)."""
+    return anomaly(SUSPECT + check, F.lit(0), **witness)
 
 
 def anomaly_rows(df: DataFrame, check: str, key: Column, **witness: Column) -> DataFrame:

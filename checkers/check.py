@@ -16,17 +16,17 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from checkers import durability, realtime
-from checkers.anomalies import collect_anomalies
+from checkers import durability, realtime, screen
+from checkers.anomalies import SUSPECT, collect_anomalies
 from checkers.elections import election_safety, load_events
-from checkers.finallogs import load_final_logs
+from checkers.finallogs import FinalLogs, load_final_logs
 from checkers.history import load_history
 from checkers.jsonlines import InputError
 from checkers.layout import ResultsDir
 from checkers.replicas import load_stores, replica_disagreement
 from checkers.spark import master_url, session, shuffle_partitions_for
 from checkers.tables import Tables
-from checkers.verdict import decide, exit_code, table
+from checkers.verdict import INFORMATIONAL, decide, exit_code, table
 from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL
 
 DEFAULT_WITNESSES = 10
@@ -47,9 +47,13 @@ def check(
 
 
 def check_many(
-    dirs: list[ResultsDir], spark: SparkSession, *, witnesses: int = DEFAULT_WITNESSES
+    dirs: list[ResultsDir], spark: SparkSession, *, witnesses: int = DEFAULT_WITNESSES, exact: bool = False
 ) -> list[dict[str, Any]]:
-    """Verdicts for many results folders, checked together in the same Spark jobs."""
+    """Verdicts for many results folders, checked together in the same Spark jobs.
+
+    The screen (`screen`) runs first; the exact checks run only when it cannot clear every
+    history, or with `exact`. Either way the verdicts are the exact checks' verdicts.
+    """
     started = time.monotonic()
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions_for(_input_bytes(dirs))))
     history = load_history(spark, dirs)
@@ -58,27 +62,33 @@ def check_many(
     except BaseException:
         history.unpersist()
         raise
-    span = max((s.get("duration_ns") or 0 for s in history.stats.values()), default=0)
-    tables = Tables(history, finals, time_span=span)
+    tables = Tables(history, finals)
     try:
         events = load_events(spark, dirs)
         stores = load_stores(spark, dirs)
         loaded = time.monotonic()
-        parts: list[DataFrame] = [
-            durability.by_id(tables),
-            durability.divergence(tables),
-            durability.hole(tables),
-            realtime.time_order(tables),
-            realtime.future_read(tables),
-            election_safety(events),
-            replica_disagreement(stores, finals),
-        ]
-        found = collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses)
+        common = [election_safety(events), replica_disagreement(stores, finals)]
+        found = {} if exact else _screen(spark, tables, common, witnesses)
+        flagged = {hid: _flagged(hid, found, finals) for hid in range(len(dirs))}
+        screened = time.monotonic()
+        ran_exact = exact or any(flagged.values())
+        if ran_exact:
+            parts = [
+                durability.by_id(tables),
+                durability.divergence(tables),
+                durability.hole(tables),
+                realtime.time_order(tables),
+                realtime.future_read(tables),
+                *common,
+            ]
+            found = collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses)
     finally:
         tables.unpersist()
     timing = {
         "load_s": round(loaded - started, 3),
+        "screen_s": round(screened - loaded, 3),
         "check_s": round(time.monotonic() - loaded, 3),
+        "exact_checks": ran_exact,
         "spark_master": spark.sparkContext.master,
     }
     results = []
@@ -88,12 +98,36 @@ def check_many(
             **history.stats.get(hid, {}),
             "final_log_ends": finals.ends.get(hid, {}),
             "cluster_log_node": finals.longest.get(hid),
+            "screen": None if exact else flagged[hid],
             **timing,
         }
         results.append(
             decide(found.get(hid, {}), undecidable, layout.read_mode, stats, [*layout.notes, *notes])
         )
     return results
+
+
+def _screen(
+    spark: SparkSession, tables: Tables, common: list[DataFrame], witnesses: int
+) -> dict[int, dict[str, tuple[int, list[Any]]]]:
+    """The screen's findings: exact ones (by id, elections, replicas) and `~<check>` flags."""
+    parts = [durability.by_id(tables, screen=True), screen.read_flags(tables), *common]
+    found = collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses)
+    for hid, checks in screen.final_log_flags(spark, tables.finals).items():
+        for name in checks:
+            found.setdefault(hid, {})[SUSPECT + name] = (1, [])
+    return found
+
+
+def _flagged(hid: int, found: dict[int, dict[str, tuple[int, list[Any]]]], finals: FinalLogs) -> list[str]:
+    """What the screen left for the exact checks to decide in history `hid` (empty: cleared).
+
+    Without final logs the screen cannot place reads' ids in the log, so it never clears.
+    """
+    names = {name.removeprefix(SUSPECT) for name in found.get(hid, {}) if name not in INFORMATIONAL}
+    if hid not in finals.longest:
+        names.add("no final logs")
+    return sorted(names)
 
 
 def _input_bytes(dirs: list[ResultsDir]) -> int:

@@ -29,14 +29,24 @@ FINAL_SCHEMA = StructType(
 class FinalLogs:
     """entries: hid, node, log_index, term, id. cluster: hid, log_index, term, id.
 
+    cluster_entries: the rows of `entries` that are the cluster's final log (node kept).
+
     `ends[hid][node]` is the node's highest index (-1 for an empty log); `longest[hid]`
     the node whose log is the cluster's. A hid absent from `longest` has no final logs.
     """
 
     entries: DataFrame
-    cluster: DataFrame
+    cluster_entries: DataFrame
     ends: dict[int, dict[str, int]]
     longest: dict[int, str]
+    cached: DataFrame
+
+    def unpersist(self) -> None:
+        self.cached.unpersist()
+
+    @property
+    def cluster(self) -> DataFrame:
+        return self.cluster_entries.select("hid", "log_index", "term", "id")
 
 
 def load_final_logs(spark: SparkSession, dirs: list[ResultsDir]) -> FinalLogs:
@@ -44,20 +54,35 @@ def load_final_logs(spark: SparkSession, dirs: list[ResultsDir]) -> FinalLogs:
         SourceFile(hid, path, node) for hid, d in enumerate(dirs) for node, path in d.final_logs().items()
     ]
     raw = read_jsonl(spark, files, FINAL_SCHEMA)
-    bad = raw.where(is_corrupt() | F.col("log_index").isNull() | (F.col("log_index") < 0)).count()
-    if bad > expected_torn_lines(files):
-        raise_first_problem(files, final_line_problem, bad)
-    entries = (
-        raw.where(~is_corrupt() & F.col("log_index").isNotNull())
-        .select("hid", F.col("src_node").alias("node"), "log_index", "term", "id")
-        .cache()
+    bad = is_corrupt() | F.col("log_index").isNull() | (F.col("log_index") < 0)
+    parsed = raw.select(
+        "hid",
+        F.col("src_node").alias("node"),
+        "log_index",
+        "term",
+        "id",
+        F.coalesce(bad, F.lit(True)).alias("bad"),
+    ).cache()
+    rows = (
+        parsed.groupBy("hid", "node")
+        .agg(
+            F.max(F.when(~F.col("bad"), F.col("log_index"))).alias("end"),
+            F.sum(F.col("bad").cast("long")).alias("bad"),
+        )
+        .collect()
     )
+    bad_lines = sum(row["bad"] for row in rows)
+    if bad_lines > expected_torn_lines(files):
+        parsed.unpersist()
+        raise_first_problem(files, final_line_problem, bad_lines)
+    entries = parsed.where(~F.col("bad")).drop("bad")
     ends: dict[int, dict[str, int]] = {}
     for f in files:
         ends.setdefault(f.hid, {})[f.node or ""] = -1
-    for row in entries.groupBy("hid", "node").agg(F.max("log_index").alias("end")).collect():
-        ends[row["hid"]][row["node"]] = row["end"]
+    for row in rows:
+        if row["end"] is not None:
+            ends[row["hid"]][row["node"]] = row["end"]
     longest = {hid: min(nodes, key=lambda n: (-nodes[n], n)) for hid, nodes in ends.items()}
     chosen = spark.createDataFrame(list(longest.items()), "hid long, node string")
-    cluster = entries.join(F.broadcast(chosen), ["hid", "node"]).select("hid", "log_index", "term", "id")
-    return FinalLogs(entries, cluster, ends, longest)
+    cluster_entries = entries.join(F.broadcast(chosen), ["hid", "node"])
+    return FinalLogs(entries, cluster_entries, ends, longest, parsed)

@@ -1,9 +1,16 @@
 """history.jsonl into DataFrames: appends and reads paired with their completions.
 
-Invokes pair with the next line of the same process (the contract: each invoke is followed
-by exactly one completion of the same process and `f`). An invoke with no completion (a run
-cut off mid-way) is indeterminate, like `info`. Bad lines are counted in Spark and then named,
-with file and line, by a Python scan of the file.
+One shuffle does all the work on the lines. They are cut into buckets of consecutive
+history indexes and each bucket is sorted once; inside it two windows run over the same
+partitions: one over the lines in history order gives, at every line, the highest
+acknowledged index and the highest index an ok read saw among the lines before it (the
+real-time prefixes, see `realtime`), and one per process pairs each invoke with the next
+line of its process. The few lines that are the first or last of their process in a bucket
+are paired across buckets by a second, small window. Bad lines are counted in Spark and
+then named, with file and line, by a Python scan of the file.
+
+Real-time order is history order: op A precedes op B when A's completion line comes before
+B's invoke line (Jepsen's convention; the harness writes lines in time order).
 """
 
 from __future__ import annotations
@@ -17,20 +24,9 @@ from pyspark.sql.types import ArrayType, LongType, StringType, StructField, Stru
 
 from checkers.jsonlines import NEMESIS, OP_TYPES, HistoryValidator
 from checkers.layout import ResultsDir
-from checkers.sources import SourceFile, expected_torn_lines, is_corrupt, raise_first_problem, read_jsonl
+from checkers.sources import CORRUPT, SourceFile, expected_torn_lines, raise_first_problem, read_jsonl
 
-HISTORY_SCHEMA = StructType(
-    [
-        StructField("index", LongType()),
-        StructField("time", LongType()),
-        StructField("type", StringType()),
-        StructField("process", StringType()),
-        StructField("f", StringType()),
-        StructField("value", StringType()),
-        StructField("node", StringType()),
-        StructField("error", StringType()),
-    ]
-)
+BUCKET_LINES = 1 << 15
 VALUE_SCHEMA = StructType(
     [
         StructField("id", StringType()),
@@ -42,6 +38,20 @@ VALUE_SCHEMA = StructType(
         StructField("commit_index", LongType()),
     ]
 )
+_FIELDS = [
+    StructField("index", LongType()),
+    StructField("time", LongType()),
+    StructField("type", StringType()),
+    StructField("process", StringType()),
+    StructField("f", StringType()),
+]
+HISTORY_SCHEMA = StructType([*_FIELDS, StructField("value", VALUE_SCHEMA), StructField("node", StringType())])
+# A nemesis value may be any JSON; such a line is re-read with the value kept as text.
+NEMESIS_LINE_SCHEMA = StructType([*_FIELDS, StructField("value", StringType())])
+COMPLETIONS = ("ok", "fail", "info")
+# Columns a line hands to the invoke before it (lead) and to the line after it (lag).
+NEXT = ("type", "index", "time", "f", "v", "bad", "c_ack", "c_seen")
+PREV = ("type", "f")
 
 
 @dataclass
@@ -49,21 +59,35 @@ class History:
     """The client operations of one or many histories (column `hid` tells them apart).
 
     appends: hid, id, status (ok|fail|info), process, node, inv_index, inv_time, cmp_index,
-        cmp_time, ack_index, ack_term (status is info for an invoke that never completed).
+        cmp_time, ack_index, ack_term, p_ack, p_seen (status is info for an invoke that
+        never completed).
     reads (ok reads only): hid, rid (the invoke's index), process, node, inv_time, cmp_index,
         cmp_time, rfrom, rto, commit_index, seen_max (highest index seen, null if none),
-        k (seen_max, or rfrom - 1), gap (the read's entries skip an index of rfrom..k).
+        k (seen_max, or rfrom - 1), gap (the read's entries skip an index of rfrom..k),
+        p_ack, p_seen.
     read_entries: hid, rid, log_index, id.
+
+    p_ack and p_seen are the real-time prefixes at the op's invoke: the highest index
+    acknowledged to an ok append, and the highest index an ok read saw, among the ops that
+    completed before it was invoked (null if none).
     """
 
     appends: DataFrame
     reads: DataFrame
     read_entries: DataFrame
     stats: dict[int, dict[str, Any]]
-    paired: DataFrame
+    events: DataFrame
+    lines: int
 
     def unpersist(self) -> None:
-        self.paired.unpersist()
+        self.events.unpersist()
+
+
+def _corrupt() -> Column:
+    """A line that is not JSON, or a client line whose fields have the wrong types."""
+    reread = F.from_json(F.col(CORRUPT), NEMESIS_LINE_SCHEMA)
+    nemesis_ok = (F.col("process") == NEMESIS) & reread["index"].isNotNull() & reread["f"].isNotNull()
+    return F.col(CORRUPT).isNotNull() & ~F.coalesce(nemesis_ok, F.lit(False))
 
 
 def _bad_line() -> Column:
@@ -71,19 +95,88 @@ def _bad_line() -> Column:
     is_append, is_read = F.col("f") == "append", F.col("f") == "read"
     invoke, ok = F.col("type") == "invoke", F.col("type") == "ok"
     bad_entry = F.exists(v["entries"], lambda e: (F.size(e) != 2) | e[0].cast("long").isNull())
-    return (
-        is_corrupt()
+    return F.coalesce(
+        F.col("corrupt")
         | F.col("index").isNull()
         | F.col("time").isNull()
         | ~F.coalesce(F.col("type").isin(*OP_TYPES), F.lit(False))
         | F.col("process").isNull()
         | F.col("f").isNull()
-        | (client & F.col("pid").isNull())
+        | (client & F.col("process").cast("long").isNull())
         | (client & is_append & invoke & v["id"].isNull())
         | (client & is_append & ok & v["log_index"].isNull())
         | (client & is_read & invoke & (v["from"].isNull() | v["to"].isNull()))
-        | (client & is_read & ok & (v["entries"].isNull() | F.coalesce(bad_entry, F.lit(False))))
+        | (client & is_read & ok & (v["entries"].isNull() | F.coalesce(bad_entry, F.lit(False)))),
+        F.lit(True),
     )
+
+
+def _entry_indexes(v: Column) -> Column:
+    return F.transform(v["entries"], lambda e: e[0].cast("long"))
+
+
+def _lines(spark: SparkSession, files: list[SourceFile], bucket_lines: int) -> DataFrame:
+    """Every line with its flags, what it contributes to the real-time prefixes, and its bucket."""
+    raw = read_jsonl(spark, files, HISTORY_SCHEMA)
+    client = F.col("process") != NEMESIS
+    ok_client = client & (F.col("type") == "ok")
+    return (
+        raw.withColumn("corrupt", _corrupt())
+        .withColumn("v", F.when(client, F.col("value")))
+        .withColumn("bad", _bad_line())
+        .withColumn("c_ack", F.when(ok_client & (F.col("f") == "append"), F.col("v")["log_index"]))
+        .withColumn(
+            "c_seen", F.when(ok_client & (F.col("f") == "read"), F.array_max(_entry_indexes(F.col("v"))))
+        )
+        .withColumn("_b", F.floor(F.col("index") / bucket_lines))
+        .select(
+            "hid",
+            "_b",
+            "index",
+            "time",
+            "type",
+            "process",
+            "f",
+            "node",
+            "v",
+            "corrupt",
+            "bad",
+            "c_ack",
+            "c_seen",
+        )
+    )
+
+
+def _neighbours(lines: DataFrame) -> DataFrame:
+    """Each line with the next and previous line of its process, and the in-bucket prefixes."""
+    before = Window.partitionBy("hid", "_b").orderBy("index").rowsBetween(Window.unboundedPreceding, -1)
+    by_process = Window.partitionBy("hid", "_b", "process").orderBy("index")
+    rows = lines.withColumn("l_ack", F.max("c_ack").over(before)).withColumn(
+        "l_seen", F.max("c_seen").over(before)
+    )
+    for c in NEXT:
+        rows = rows.withColumn(f"next_{c}", F.lead(c).over(by_process))
+    for c in PREV:
+        rows = rows.withColumn(f"prev_{c}", F.lag(c).over(by_process))
+    return rows
+
+
+def _paired(lines: DataFrame) -> DataFrame:
+    """`_neighbours` with the neighbours of the first and last lines of a bucket filled in."""
+    rows = _neighbours(lines)
+    first, last = F.col("prev_type").isNull(), F.col("next_type").isNull()
+    inner = rows.where(~first & ~last)
+    edge = rows.where(first | last).withColumn("_first", first).withColumn("_last", last)
+    across = Window.partitionBy("hid", "process").orderBy("index")
+    for c in NEXT:
+        edge = edge.withColumn(
+            f"next_{c}", F.when(F.col("_last"), F.lead(c).over(across)).otherwise(F.col(f"next_{c}"))
+        )
+    for c in PREV:
+        edge = edge.withColumn(
+            f"prev_{c}", F.when(F.col("_first"), F.lag(c).over(across)).otherwise(F.col(f"prev_{c}"))
+        )
+    return inner.unionByName(edge.drop("_first", "_last"))
 
 
 def _bad_pairing() -> Column:
@@ -95,65 +188,84 @@ def _bad_pairing() -> Column:
     return double_invoke | orphan | wrong_f
 
 
-def load_history(spark: SparkSession, dirs: list[ResultsDir]) -> History:
+def load_history(spark: SparkSession, dirs: list[ResultsDir], *, bucket_lines: int = BUCKET_LINES) -> History:
     """Load, validate and pair the histories of `dirs` (hid = position in the list)."""
     files = [SourceFile(hid, d.history) for hid, d in enumerate(dirs)]
-    raw = read_jsonl(spark, files, HISTORY_SCHEMA)
     client = F.col("process") != NEMESIS
-    rows = (
-        raw.withColumn("pid", F.when(client, F.col("process").cast("long")))
-        .withColumn("v", F.when(client, F.from_json("value", VALUE_SCHEMA)))
-        .withColumn("bad", _bad_line())
-        .withColumn("corrupt", is_corrupt())
-        .drop("value", "error", "_corrupt_record")
+    invoke = F.col("type") == "invoke"
+    paired = _paired(_lines(spark, files, bucket_lines)).withColumn(
+        "bad_pair", client & F.coalesce(_bad_pairing(), F.lit(False))
     )
-    by_process = Window.partitionBy("hid", "process").orderBy("index")
-    rows = (
-        rows.withColumn("next_type", F.lead("type").over(by_process))
-        .withColumn("next_index", F.lead("index").over(by_process))
-        .withColumn("next_time", F.lead("time").over(by_process))
-        .withColumn("next_v", F.lead("v").over(by_process))
-        .withColumn("prev_type", F.lag("type").over(by_process))
-        .withColumn("prev_f", F.lag("f").over(by_process))
+    # A sound client completion whose invoke is the line before it is kept as that invoke's
+    # next_*; every other line is kept as its own row, so each line is counted once.
+    events = (
+        paired.where(invoke | ~client | F.col("bad") | F.col("bad_pair"))
+        .withColumn(
+            "next_paired",
+            F.coalesce(
+                client
+                & invoke
+                & F.col("next_type").isin(*COMPLETIONS)
+                & (F.col("next_f") == F.col("f"))
+                & ~F.col("next_bad"),
+                F.lit(False),
+            ),
+        )
+        .drop("c_ack", "c_seen", "prev_type", "prev_f")
+        .cache()
     )
-    paired = rows.withColumn("bad_pair", client & F.coalesce(_bad_pairing(), F.lit(False))).cache()
     try:
-        stats = _validate(paired, files)
+        stats, lines = _validate(events, files)
+        carry = _carry(spark, events, stats, bucket_lines)
     except BaseException:
-        paired.unpersist()
+        events.unpersist()
         raise
-    good = paired.where(~F.col("bad") & client)
-    invokes = good.where(F.col("type") == "invoke").withColumn(
+    good = events.where(~F.col("bad") & client & invoke).withColumn(
         "done", F.col("next_type").isNotNull() & (F.col("next_type") != "invoke")
     )
-    appends = invokes.where(F.col("f") == "append").select(
+    good = (
+        good.join(F.broadcast(carry), ["hid", "_b"], "left")
+        .withColumn("p_ack", F.greatest("l_ack", "c_ack"))
+        .withColumn("p_seen", F.greatest("l_seen", "c_seen"))
+    )
+    return History(*_ops(good), stats=stats, events=events, lines=lines)
+
+
+def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """appends, reads and read_entries from the paired, validated invokes."""
+    done, next_v = F.col("done"), F.col("next_v")
+    appends = good.where(F.col("f") == "append").select(
         "hid",
         F.col("v")["id"].alias("id"),
-        F.when(F.col("done"), F.col("next_type")).otherwise("info").alias("status"),
-        F.col("pid").alias("process"),
+        F.when(done, F.col("next_type")).otherwise("info").alias("status"),
+        F.col("process").cast("long").alias("process"),
         "node",
         F.col("index").alias("inv_index"),
         F.col("time").alias("inv_time"),
-        F.when(F.col("done"), F.col("next_index")).alias("cmp_index"),
-        F.when(F.col("done"), F.col("next_time")).alias("cmp_time"),
-        F.when(F.col("next_type") == "ok", F.col("next_v")["log_index"]).alias("ack_index"),
-        F.when(F.col("next_type") == "ok", F.col("next_v")["term"]).alias("ack_term"),
+        F.when(done, F.col("next_index")).alias("cmp_index"),
+        F.when(done, F.col("next_time")).alias("cmp_time"),
+        F.when(F.col("next_type") == "ok", next_v["log_index"]).alias("ack_index"),
+        F.when(F.col("next_type") == "ok", next_v["term"]).alias("ack_term"),
+        "p_ack",
+        "p_seen",
     )
-    ok_reads = invokes.where((F.col("f") == "read") & (F.col("next_type") == "ok"))
-    indexes = F.transform(F.col("next_v")["entries"], lambda e: e[0].cast("long"))
+    ok_reads = good.where((F.col("f") == "read") & (F.col("next_type") == "ok"))
+    indexes = _entry_indexes(next_v)
     reads = ok_reads.select(
         "hid",
         F.col("index").alias("rid"),
-        F.col("pid").alias("process"),
+        F.col("process").cast("long").alias("process"),
         "node",
         F.col("time").alias("inv_time"),
         F.col("next_index").alias("cmp_index"),
         F.col("next_time").alias("cmp_time"),
-        F.coalesce(F.col("next_v")["from"], F.col("v")["from"]).alias("rfrom"),
-        F.coalesce(F.col("next_v")["to"], F.col("v")["to"]).alias("rto"),
-        F.col("next_v")["commit_index"].alias("commit_index"),
+        F.coalesce(next_v["from"], F.col("v")["from"]).alias("rfrom"),
+        F.coalesce(next_v["to"], F.col("v")["to"]).alias("rto"),
+        next_v["commit_index"].alias("commit_index"),
         F.array_max(indexes).alias("seen_max"),
         indexes.alias("_indexes"),
+        "p_ack",
+        "p_seen",
     )
     reads = (
         reads.withColumn("k", F.coalesce("seen_max", F.col("rfrom") - 1))
@@ -167,35 +279,77 @@ def load_history(spark: SparkSession, dirs: list[ResultsDir]) -> History:
         .drop("_indexes")
     )
     read_entries = ok_reads.select(
-        "hid", F.col("index").alias("rid"), F.explode(F.col("next_v")["entries"]).alias("e")
+        "hid", F.col("index").alias("rid"), F.explode(next_v["entries"]).alias("e")
     ).select("hid", "rid", F.col("e")[0].cast("long").alias("log_index"), F.col("e")[1].alias("id"))
-    return History(appends, reads, read_entries, stats, paired)
+    return appends, reads, read_entries
 
 
-def _validate(paired: DataFrame, files: list[SourceFile]) -> dict[int, dict[str, Any]]:
-    """Per-history line counts; InputError naming the first bad line if there is one."""
+def _carry(
+    spark: SparkSession, events: DataFrame, stats: dict[int, dict[str, Any]], bucket_lines: int
+) -> DataFrame:
+    """hid, _b, c_ack, c_seen: the real-time prefixes carried into each bucket from the ones before.
+
+    Contributions sit on completion lines, kept here as their invoke's next_*; the table has
+    one row per bucket, so it is built on the driver.
+    """
+    paired = F.col("next_paired") & (F.col("process") != NEMESIS)
+    ok = paired & (F.col("next_type") == "ok")
+    rows = (
+        events.where(ok)
+        .groupBy("hid", F.floor(F.col("next_index") / bucket_lines).alias("_b"))
+        .agg(
+            F.max(F.when(F.col("f") == "append", F.col("next_v")["log_index"])).alias("ack"),
+            F.max(F.when(F.col("f") == "read", F.array_max(_entry_indexes(F.col("next_v"))))).alias("seen"),
+        )
+        .collect()
+    )
+    tops: dict[int, dict[int, tuple[int | None, int | None]]] = {}
+    for row in rows:
+        tops.setdefault(row["hid"], {})[row["_b"]] = (row["ack"], row["seen"])
+    carried = []
+    for hid, st in stats.items():
+        buckets = tops.get(hid, {})
+        ack = seen = None
+        for b in range(st["history_lines"] // bucket_lines + 1):
+            carried.append((hid, b, ack, seen))
+            a, s = buckets.get(b, (None, None))
+            ack = _max(ack, a)
+            seen = _max(seen, s)
+    return spark.createDataFrame(carried, "hid long, _b long, c_ack long, c_seen long")
+
+
+def _max(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def _validate(events: DataFrame, files: list[SourceFile]) -> tuple[dict[int, dict[str, Any]], int]:
+    """Per-history line counts, and all lines; InputError naming the first bad line if there is one."""
     client = F.col("process") != NEMESIS
     is_invoke = F.col("type") == "invoke"
+    both = F.col("next_paired")
 
     def count(cond: Column) -> Column:
         return F.sum(F.when(cond, 1).otherwise(0))
 
     sound = ~F.col("corrupt")
+    index, time = F.when(sound, F.col("index")), F.when(sound, F.col("time"))
     agg = (
-        paired.groupBy("hid")
+        events.groupBy("hid")
         .agg(
-            count(sound).alias("lines"),
+            (count(sound) + count(both)).alias("lines"),
             count(F.col("corrupt")).alias("corrupt"),
-            F.min(F.when(sound, F.col("index"))).alias("min_index"),
-            F.max(F.when(sound, F.col("index"))).alias("max_index"),
-            F.sum(F.when(sound, F.col("index"))).alias("sum_index"),
+            F.min(index).alias("min_index"),
+            F.max(F.greatest(index, F.when(both, F.col("next_index")))).alias("max_index"),
+            (F.sum(index) + F.coalesce(F.sum(F.when(both, F.col("next_index"))), F.lit(0))).alias(
+                "sum_index"
+            ),
             count(F.col("bad") & sound).alias("bad"),
             count(F.col("bad_pair") & sound).alias("bad_pair"),
             count(~client & is_invoke).alias("nemesis_ops"),
             count(client & is_invoke & (F.col("f") == "append")).alias("appends"),
             count(client & is_invoke & (F.col("f") == "read")).alias("reads"),
-            count(client & ~is_invoke).alias("completions"),
-            F.max(F.when(sound, F.col("time"))).alias("duration_ns"),
+            (count(client & ~is_invoke) + count(client & both)).alias("completions"),
+            F.max(F.greatest(time, F.when(both, F.col("next_time")))).alias("duration_ns"),
         )
         .collect()
     )
@@ -206,7 +360,9 @@ def _validate(paired: DataFrame, files: list[SourceFile]) -> dict[int, dict[str,
     for row in agg:
         n = row["lines"]
         index_ok = n == 0 or (
-            row["min_index"] == 0 and row["max_index"] == n - 1 and row["sum_index"] == n * (n - 1) // 2
+            row["min_index"] == 0
+            and row["max_index"] == n - 1
+            and (row["sum_index"] or 0) == n * (n - 1) // 2
         )
         bad += row["bad"] + row["bad_pair"] + (0 if index_ok else 1)
         stats[row["hid"]] = {
@@ -219,4 +375,4 @@ def _validate(paired: DataFrame, files: list[SourceFile]) -> dict[int, dict[str,
         }
     if bad:
         raise_first_problem(files, HistoryValidator, bad)
-    return stats
+    return stats, max((s["history_lines"] for s in stats.values()), default=0)

@@ -30,8 +30,9 @@ def _shade_faults(ax: Axes, timeline: Timeline) -> list[Patch]:
     return [Patch(color=colours[n], alpha=0.5, label=n) for n in names]
 
 
-def _finish(fig: plt.Figure, ax: Axes, handles: list, path: Path, title: str, ylabel: str,
-            end: float) -> None:
+def _finish(
+    fig: plt.Figure, ax: Axes, handles: list, path: Path, title: str, ylabel: str, end: float
+) -> None:
     ax.set_title(title)
     ax.set_xlabel("time since start (s)")
     ax.set_ylabel(ylabel)
@@ -52,8 +53,11 @@ def latency_raw(timeline: Timeline, path: Path) -> None:
             xs = [p[0] for p in timeline.points if p[2] == f and p[3] == kind]
             ys = [max(p[1], 0.01) for p in timeline.points if p[2] == f and p[3] == kind]
             if xs:
-                handles.append(ax.scatter(xs, ys, s=7, marker=marker, color=colour, alpha=0.6,
-                                          linewidths=0, label=f"{f} {kind}"))
+                handles.append(
+                    ax.scatter(
+                        xs, ys, s=7, marker=marker, color=colour, alpha=0.6, linewidths=0, label=f"{f} {kind}"
+                    )
+                )
     ax.set_yscale("log")
     _finish(fig, ax, handles, path, "Latency of every operation", "latency (ms)", timeline.end)
 
@@ -70,8 +74,13 @@ def latency_quantiles(timeline: Timeline, path: Path) -> None:
             for s in seconds:
                 lat = sorted(by_second[s])
                 values.append(max(lat[min(len(lat) - 1, int(q * len(lat)))], 0.01))
-            (line,) = ax.plot([s + 0.5 for s in seconds], values, styles.get(f, ":"), lw=1.2,
-                              label=f"{f} p{round(q * 100)}" if q < 1 else f"{f} max")
+            (line,) = ax.plot(
+                [s + 0.5 for s in seconds],
+                values,
+                styles.get(f, ":"),
+                lw=1.2,
+                label=f"{f} p{round(q * 100)}" if q < 1 else f"{f} max",
+            )
             handles.append(line)
     ax.set_yscale("log")
     _finish(fig, ax, handles, path, "Latency quantiles (ok operations)", "latency (ms)", timeline.end)
@@ -85,8 +94,14 @@ def rate(timeline: Timeline, path: Path) -> None:
     keys = sorted({k for counts in timeline.per_second.values() for k in counts})
     for f, kind in keys:
         ys = [timeline.per_second[s].get((f, kind), 0) for s in seconds]
-        (line,) = ax.plot([s + 0.5 for s in seconds], ys, "-" if f == "append" else "--",
-                          color=TYPE_COLOURS.get(kind), lw=1.2, label=f"{f} {kind}")
+        (line,) = ax.plot(
+            [s + 0.5 for s in seconds],
+            ys,
+            "-" if f == "append" else "--",
+            color=TYPE_COLOURS.get(kind),
+            lw=1.2,
+            label=f"{f} {kind}",
+        )
         handles.append(line)
     _finish(fig, ax, handles, path, "Throughput", "operations / s", timeline.end)
 

@@ -1,7 +1,8 @@
 """Checks that hold the log to real time: real-time reorder, stale read, non-monotonic read and
 future read. Each is one prefix maximum (see `prefix`) and a filter, never a search.
 
-Over the time axis, completions contribute and invocations ask "what had completed before
+Over the history's order (real time, see `history`), completions contribute and invocations
+ask "what had completed before
 I was invoked?": the highest final position of an acknowledged append (reorder), the highest
 acknowledged index (stale read) and the highest index an ok read saw (non-monotonic read).
 Over the log axis, each read asks for the latest invocation among the appends at or below
@@ -17,7 +18,7 @@ from checkers.anomalies import anomalies_where, anomaly, anomaly_rows
 from checkers.prefix import prefix_max
 from checkers.tables import Tables, append_ref, read_ref
 
-ASK, GIVE = 0, 1  # at equal times an invocation is not after a completion
+ASK, GIVE = 0, 1  # lines have distinct indexes; the tie column only fills prefix_max's order
 
 
 def _misses(known: str, field: str) -> F.Column:
@@ -27,11 +28,11 @@ def _misses(known: str, field: str) -> F.Column:
 
 
 def time_order(t: Tables) -> DataFrame:
-    """realtime-reorder, stale-read and nonmonotonic-read rows, from one pass over time."""
+    """realtime-reorder, stale-read and nonmonotonic-read rows, from one pass in history order."""
     appends = t.appends.join(t.positions, ["hid", "id"], "left")
     acked = appends.where(F.col("status") == "ok").select(
         "hid",
-        F.col("cmp_time").alias("t"),
+        F.col("cmp_index").alias("t"),
         F.lit(GIVE).alias("tie"),
         F.struct(
             "ack_index",
@@ -51,7 +52,7 @@ def time_order(t: Tables) -> DataFrame:
     )
     seen = t.reads.where(F.col("seen_max").isNotNull()).select(
         "hid",
-        F.col("cmp_time").alias("t"),
+        F.col("cmp_index").alias("t"),
         F.lit(GIVE).alias("tie"),
         F.struct(
             "seen_max", F.col("rid").alias("invoke_index"), F.col("cmp_time").alias("complete_time")
@@ -59,7 +60,7 @@ def time_order(t: Tables) -> DataFrame:
     )
     ask_append = appends.where(F.col("pos").isNotNull()).select(
         "hid",
-        F.col("inv_time").alias("t"),
+        F.col("inv_index").alias("t"),
         F.lit(ASK).alias("tie"),
         F.lit("append").alias("kind"),
         "pos",
@@ -67,7 +68,7 @@ def time_order(t: Tables) -> DataFrame:
     )
     ask_read = t.reads.select(
         "hid",
-        F.col("inv_time").alias("t"),
+        F.col("rid").alias("t"),
         F.lit(ASK).alias("tie"),
         F.lit("read").alias("kind"),
         "k",
@@ -79,7 +80,7 @@ def time_order(t: Tables) -> DataFrame:
         .unionByName(ask_append, allowMissingColumns=True)
         .unionByName(ask_read, allowMissingColumns=True)
     )
-    scanned = prefix_max(rows, "t", "tie", ["u_ack", "u_pos", "u_seen"], t.time_span).where(
+    scanned = prefix_max(rows, "t", "tie", ["u_ack", "u_pos", "u_seen"], t.history.lines).where(
         F.col("kind").isNotNull()
     )
     append, read = F.col("append"), F.col("read")
@@ -118,7 +119,7 @@ def future_read(t: Tables) -> DataFrame:
     log, every id the final log holds at index k or lower.
     """
     invoked = F.struct(
-        F.col("inv_time").alias("invoke_time"), F.col("inv_index").alias("invoke_index"), "id", "log_index"
+        F.col("inv_index").alias("invoke_index"), F.col("inv_time").alias("invoke_time"), "id", "log_index"
     )
     in_log = t.cluster.join(t.appends, ["hid", "id"]).select(
         "hid", F.col("log_index").alias("t"), F.lit(0).alias("tie"), invoked.alias("u")
@@ -135,7 +136,7 @@ def future_read(t: Tables) -> DataFrame:
         asks.join(scanned, ["hid", "rid"], "left")
         .join(own, ["hid", "rid"], "left")
         .withColumn("latest", F.greatest("pm_u", "own"))
-        .where(F.col("latest")["invoke_time"] > F.col("cmp_time"))
+        .where(F.col("latest")["invoke_index"] > F.col("cmp_index"))
     )
     return anomaly_rows(
         rows, "future-read", F.col("rid"), read=read_ref(), append_invoked_after=F.col("latest")

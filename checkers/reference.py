@@ -43,8 +43,8 @@ class Op:
 
     @property
     def done_time(self) -> float:
-        """When it completed, for real-time order; never for an indeterminate op."""
-        return self.cmp_time if self.type in ("ok", "fail") and self.cmp_time is not None else math.inf
+        """When it completed, as a history index (real-time order); never for an indeterminate op."""
+        return self.cmp_index if self.type in ("ok", "fail") and self.cmp_index is not None else math.inf
 
     @property
     def entries(self) -> list[tuple[int, str | None]]:
@@ -153,12 +153,14 @@ def _checks(run: Run) -> dict[str, int]:
     counts["realtime-reorder"] = sum(
         1
         for b in landed
-        if any(a.type == "ok" and a.done_time < b.inv_time and pos[a.id] > pos[b.id] for a in landed)
+        if any(a.type == "ok" and a.done_time < b.inv_index and pos[a.id] > pos[b.id] for a in landed)
     )
     counts["stale-read"] = sum(
         1
         for r in run.reads
-        if min(max((a.result["log_index"] for a in ok if a.done_time < r.inv_time), default=-math.inf), r.rto)
+        if min(
+            max((a.result["log_index"] for a in ok if a.done_time < r.inv_index), default=-math.inf), r.rto
+        )
         > r.k
     )
     counts["nonmonotonic-read"] = sum(
@@ -166,7 +168,7 @@ def _checks(run: Run) -> dict[str, int]:
         for r in run.reads
         if min(
             max(
-                (e.seen_max for e in run.reads if e.seen_max is not None and e.done_time < r.inv_time),
+                (e.seen_max for e in run.reads if e.seen_max is not None and e.done_time < r.inv_index),
                 default=-math.inf,
             ),
             r.rto,
@@ -177,7 +179,7 @@ def _checks(run: Run) -> dict[str, int]:
         1
         for r in run.reads
         if r.seen_max is not None
-        and any(by_id[x].inv_time > r.done_time for x in _seen_ids(r, log) if x in by_id)
+        and any(by_id[x].inv_index > r.done_time for x in _seen_ids(r, log) if x in by_id)
     )
     holes = sum(
         1 for r in run.reads if len({i for i, _ in r.entries if r.rfrom <= i <= r.k}) < r.k - r.rfrom + 1
@@ -258,7 +260,7 @@ def linearizable(results_dir: Path | str, limit: int = 2_000_000) -> bool | None
         horizon = min((done_times[i] for i in pending), default=math.inf)
         for i in pending:
             op = ops[i]
-            if op.inv_time > horizon:
+            if op.inv_index > horizon:
                 continue
             if op.f == "append":
                 if (

@@ -28,8 +28,22 @@ ABOUT = {
     "recovered": "indeterminate appends that did land (not an error)",
 }
 VERDICT = {True: ("valid", "valid"), False: ("invalid", "invalid"), "unknown": ("unknown", "unknown")}
-SUMMARY_KEYS = ("nodes", "time_limit", "nemesis", "nemesis_interval", "concurrency", "rate", "flush",
-                "timing", "read_mode", "payload_size", "seed", "git_commit", "started", "duration_s")
+SUMMARY_KEYS = (
+    "nodes",
+    "time_limit",
+    "nemesis",
+    "nemesis_interval",
+    "concurrency",
+    "rate",
+    "flush",
+    "timing",
+    "read_mode",
+    "payload_size",
+    "seed",
+    "git_commit",
+    "started",
+    "duration_s",
+)
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -42,10 +56,17 @@ def _check_rows(checks: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         css, word = VERDICT.get(check.get("valid"), VERDICT["unknown"])
         if name == "recovered":
             css, word = "valid", "info"
-        rows.append({"name": name, "css": css, "word": word, "count": check.get("count", 0),
-                     "about": ABOUT.get(name, ""), "note": check.get("note"),
-                     "witnesses": [json.dumps(w, indent=2, sort_keys=True)
-                                   for w in check.get("witnesses", [])]})
+        rows.append(
+            {
+                "name": name,
+                "css": css,
+                "word": word,
+                "count": check.get("count", 0),
+                "about": ABOUT.get(name, ""),
+                "note": check.get("note"),
+                "witnesses": [json.dumps(w, indent=2, sort_keys=True) for w in check.get("witnesses", [])],
+            }
+        )
     order = {"invalid": 0, "unknown": 1, "valid": 2}
     return sorted(rows, key=lambda r: (order[r["css"]], r["name"]))
 
@@ -66,9 +87,15 @@ def write_report(run_dir: Path) -> Path:
         summary.append(("client outcomes", outcomes))
     env = Environment(loader=PackageLoader("checkers"), autoescape=select_autoescape())
     html = env.get_template("report.html.j2").render(
-        test=test, run_dir=str(run_dir), verdict_class=css, verdict_word=word, summary=summary,
-        reproduce=test.get("reproduce"), notes=results.get("notes", []),
-        checks=_check_rows(results.get("checks", {})), plots=plots,
+        test=test,
+        run_dir=str(run_dir),
+        verdict_class=css,
+        verdict_word=word,
+        summary=summary,
+        reproduce=test.get("reproduce"),
+        notes=results.get("notes", []),
+        checks=_check_rows(results.get("checks", {})),
+        plots=plots,
         nemesis_ops=timeline.nemesis_ops if timeline else [],
         stats=json.dumps(results.get("stats", {}), indent=2, sort_keys=True),
     )

@@ -1,0 +1,139 @@
+"""The screening pass: cheap tests that clear a history of every anomaly, or send it to the exact checks.
+
+A correct history is the common case and the screen proves it with the grouping by id (see
+`durability.by_id(screen=True)`), per-read conditions and per-block sums of the final logs:
+no search, no sort of the whole history beyond the one that pairs its ops. Whatever the
+screen cannot clear (a `~<check>` row, or a flag from here) makes the caller run the exact
+checks, which give the counts and witnesses.
+
+The final logs are compared block by block (`FINAL_BLOCK` indexes): each node's entries
+and the cluster's are summed as 31-bit hashes of (index, term, id), under two seeds, and
+the cluster's indexes are compared with 0..end the same way. Equal sums are taken as equal
+blocks: two different blocks pass only if both sums collide, about one chance in 2^62.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from checkers.anomalies import anomalies_where, suspect
+from checkers.finallogs import FinalLogs
+from checkers.tables import NOOP_KEY, Tables
+
+FINAL_BLOCK = 1 << 14
+_MASK = (1 << 31) - 1
+Sums = tuple[int, int, int, int]  # entries, hash of (index, term, id) twice, hash of index
+
+
+def read_flags(t: Tables) -> DataFrame:
+    """`~stale-read`, `~nonmonotonic-read` and `~hole` rows from each ok read on its own.
+
+    A read's real-time prefixes (`History`) are what the exact checks compute, so these
+    conditions are theirs: the read misses an index acknowledged, or seen by another read,
+    before it was invoked; or its entries skip an index.
+    """
+    return anomalies_where(
+        t.reads,
+        [
+            (_misses("p_ack"), suspect("stale-read", rid=F.col("rid"))),
+            (_misses("p_seen"), suspect("nonmonotonic-read", rid=F.col("rid"))),
+            (F.col("gap"), suspect("hole", rid=F.col("rid"))),
+        ],
+    )
+
+
+def _misses(prefix: str) -> Column:
+    """The read does not reach min(the prefix at its invoke, its range end)."""
+    return F.col(prefix).isNotNull() & (F.least(prefix, "rto") > F.col("k"))
+
+
+def _hash(seed: str, *cols: Column) -> Column:
+    return F.xxhash64(F.lit(seed), *cols).bitwiseAND(F.lit(_MASK))
+
+
+def _sums(df: DataFrame, keys: list[str]) -> DataFrame:
+    ident = F.coalesce("id", F.lit(NOOP_KEY))
+    return (
+        df.withColumn("_b", F.floor(F.col("log_index") / FINAL_BLOCK))
+        .groupBy(*keys, "_b")
+        .agg(
+            F.count("*").alias("n"),
+            F.sum(_hash("a", "log_index", "term", ident)).alias("h1"),
+            F.sum(_hash("b", "log_index", "term", ident)).alias("h2"),
+            F.sum(_hash("i", "log_index")).alias("hi"),
+        )
+    )
+
+
+def _table(rows: list[Any], keys: list[str]) -> dict[tuple, Sums]:
+    return {tuple(r[k] for k in keys): (r["n"], r["h1"], r["h2"], r["hi"]) for r in rows}
+
+
+def final_log_flags(spark: SparkSession, finals: FinalLogs) -> dict[int, set[str]]:
+    """hid -> checks whose anomalies the final logs may hold (empty when they are sound).
+
+    `hole` when the cluster's log is not exactly the indexes 0..end; `divergence` when a
+    node's log is not a prefix of the cluster's.
+    """
+    flags: dict[int, set[str]] = defaultdict(set)
+    if not finals.longest:
+        return flags
+    nodes = _table(_sums(finals.entries, ["hid", "node"]).collect(), ["hid", "node", "_b"])
+    cluster = {(hid, b): s for (hid, node, b), s in nodes.items() if finals.longest.get(hid) == node}
+    ends = [(hid, end) for hid, node in finals.longest.items() if (end := finals.ends[hid][node]) >= 0]
+    expected: dict[tuple, Sums] = {}
+    if ends:
+        top = max(end for _, end in ends)
+        hids = spark.createDataFrame(ends, "hid long, end long")
+        indexes = spark.range(top + 1).withColumnRenamed("id", "log_index").crossJoin(F.broadcast(hids))
+        indexes = indexes.where(F.col("log_index") <= F.col("end"))
+        indexes = indexes.select(
+            "hid", "log_index", F.lit(None).cast("long").alias("term"), F.lit("").alias("id")
+        )
+        expected = _table(_sums(indexes, ["hid"]).collect(), ["hid", "_b"])
+    for (hid, b), (n, _, _, hi) in expected.items():
+        got = cluster.get((hid, b))
+        if got is None or (got[0], got[3]) != (n, hi):
+            flags[hid].add("hole")
+    for hid, b in cluster:
+        if (hid, b) not in expected:
+            flags[hid].add("hole")
+    partial = _partial_blocks(spark, finals)
+    for hid, ends_of in finals.ends.items():
+        for node, end in ends_of.items():
+            if node == finals.longest[hid]:
+                continue
+            for b in range(end // FINAL_BLOCK + 1):
+                got = nodes.get((hid, node, b))
+                reference = partial.get((hid, node)) if b == end // FINAL_BLOCK else cluster.get((hid, b))
+                if got is None or reference is None or got[:3] != reference[:3]:
+                    flags[hid].add("divergence")
+    return flags
+
+
+def _partial_blocks(spark: SparkSession, finals: FinalLogs) -> dict[tuple, Sums]:
+    """(hid, node) -> sums of the cluster's log over the block holding the node's end, up to it."""
+    cuts = [
+        (hid, node, end)
+        for hid, nodes in finals.ends.items()
+        for node, end in nodes.items()
+        if node != finals.longest.get(hid) and end >= 0
+    ]
+    if not cuts:
+        return {}
+    cut = spark.createDataFrame(cuts, "hid long, node string, end long").withColumn(
+        "_cb", F.floor(F.col("end") / FINAL_BLOCK)
+    )
+    rows = (
+        finals.cluster.join(F.broadcast(cut), "hid")
+        .where(
+            (F.floor(F.col("log_index") / FINAL_BLOCK) == F.col("_cb")) & (F.col("log_index") <= F.col("end"))
+        )
+        .drop("_cb", "end")
+    )
+    sums = _table(_sums(rows, ["hid", "node"]).collect(), ["hid", "node", "_b"])
+    return {(hid, node): s for (hid, node, _), s in sums.items()}
