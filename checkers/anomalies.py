@@ -22,7 +22,7 @@ def anomaly(check: str, key: Column, **witness: Column) -> Column:
 
 
 def suspect(check: str, **witness: Column) -> Column:
-    """A `~<check>` row: the screening pass saw what `check` would find (see `screen`)."""
+    """A `~<check>` row: the screen saw what `check` may find (see `screen`)."""
     return anomaly(SUSPECT + check, F.lit(0), **witness)
 
 

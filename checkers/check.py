@@ -111,7 +111,7 @@ def _screen(
     spark: SparkSession, tables: Tables, common: list[DataFrame], witnesses: int
 ) -> dict[int, dict[str, tuple[int, list[Any]]]]:
     """The screen's findings: exact ones (by id, elections, replicas) and `~<check>` flags."""
-    parts = [durability.by_id(tables, screen=True), screen.read_flags(tables), *common]
+    parts = [screen.by_id(tables), screen.read_flags(tables), *common]
     found = collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses)
     for hid, checks in screen.final_log_flags(spark, tables.finals).items():
         for name in checks:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.anomalies import anomalies_where, anomaly, anomaly_rows, suspect
+from checkers.anomalies import anomalies_where, anomaly, anomaly_rows
 from checkers.tables import NOOP_KEY, Tables, append_ref, read_ref
 
 
@@ -15,37 +15,22 @@ def _claim() -> F.Column:
     return F.struct("log_index", "source", F.col("ref").alias("history_index"))
 
 
-def _keyed(df: DataFrame, screen: bool) -> DataFrame:
-    """Rows naming an id; when screening, no-ops too, keyed by their index (see `noop_key`)."""
-    if not screen:
-        return df.where(F.col("id").isNotNull())
-    return df.withColumn("id", F.coalesce("id", noop_key(F.col("log_index"))))
+def _named_claims(t: Tables) -> DataFrame:
+    """Claims by reads and final logs that name an id (no-ops excluded)."""
+    return t.claims(acks=False).where(F.col("id").isNotNull())
 
 
-def noop_key(log_index: F.Column) -> F.Column:
-    """The key a no-op at `log_index` is grouped by, never a client's id."""
-    return F.concat(F.lit(NOOP_KEY + ":"), log_index.cast("string"))
-
-
-def by_id(t: Tables, *, screen: bool = False) -> DataFrame:
+def by_id(t: Tables) -> DataFrame:
     """lost, recovered, aborted-read, phantom, duplicate and index-mismatch, from one grouping by id.
 
     Every fact about an id (its append, what reads and final logs claim, where the cluster's
     final log holds it) is grouped by (hid, id) once; each check is a condition on the group.
-
-    With `screen`, the final logs are the cluster's only (the caller has shown every node's
-    log to be a prefix of it), and the groups also flag, as `~<check>` rows, what the exact
-    checks would find: a claim at an index where the cluster's log does not hold its id
-    (divergence), an append landed below what was acknowledged before it was invoked
-    (real-time reorder), or at or below what a read saw before it was invoked (future read).
-    Those are exact while no acknowledged index is wrong, which the other checks show.
     """
-    appended = t.appends.select("hid", "id", append_ref().alias("app"), "p_ack", "p_seen")
-    claims = _keyed(t.claims(acks=False, every_node=not screen), screen)
-    claimed = claims.select(
+    appended = t.appends.select("hid", "id", append_ref().alias("app"))
+    claimed = _named_claims(t).select(
         "hid", "id", _claim().alias("claim"), F.when(F.col("source") == "read", F.col("ref")).alias("rid")
     )
-    placed = _keyed(t.cluster, screen).select("hid", "id", F.col("log_index").alias("at"))
+    placed = t.cluster.where(F.col("id").isNotNull()).select("hid", "id", F.col("log_index").alias("at"))
     facts = appended.unionByName(claimed, allowMissingColumns=True).unionByName(
         placed, allowMissingColumns=True
     )
@@ -56,61 +41,50 @@ def by_id(t: Tables, *, screen: bool = False) -> DataFrame:
         F.min("rid").alias("seen_by_read"),
         F.min("at").alias("pos"),
         F.collect_set("at").alias("held_at"),
-        F.max("p_ack").alias("p_ack"),
-        F.max("p_seen").alias("p_seen"),
     )
     app, first, pos = F.col("app"), F.col("first"), F.col("pos")
     has_final_log = F.col("hid").isin(*t.finals.longest) if t.finals.longest else F.lit(False)
     landed = pos.isNotNull()
     ident = F.col("id")
-    named = ~ident.startswith(NOOP_KEY)
-    cases = [
-        (
-            has_final_log & ~landed & ((app["type"] == "ok") | F.col("seen_by_read").isNotNull()),
-            anomaly(
-                "lost",
-                F.coalesce(app["invoke_index"], F.col("seen_by_read")),
-                id=ident,
-                append=app,
-                seen_by_read=F.col("seen_by_read"),
+    return anomalies_where(
+        ids,
+        [
+            (
+                has_final_log & ~landed & ((app["type"] == "ok") | F.col("seen_by_read").isNotNull()),
+                anomaly(
+                    "lost",
+                    F.coalesce(app["invoke_index"], F.col("seen_by_read")),
+                    id=ident,
+                    append=app,
+                    seen_by_read=F.col("seen_by_read"),
+                ),
             ),
-        ),
-        (
-            (app["type"] == "info") & landed,
-            anomaly("recovered", app["invoke_index"], id=ident, final_index=pos, append=app),
-        ),
-        (
-            (app["type"] == "fail") & first.isNotNull(),
-            anomaly("aborted-read", app["invoke_index"], id=ident, append=app, seen=first),
-        ),
-        (app.isNull() & first.isNotNull(), anomaly("phantom", first["log_index"], id=ident, seen=first)),
-        (
-            first["log_index"] != F.col("second")["log_index"],
-            anomaly("duplicate", first["log_index"], id=ident, first=first, second=F.col("second")),
-        ),
-        (
-            (app["type"] == "ok") & landed & ~F.array_contains("held_at", app["ack_index"]),
-            anomaly(
-                "index-mismatch",
-                app["invoke_index"],
-                id=ident,
-                ack_index=app["ack_index"],
-                final_index=pos,
-                append=app,
+            (
+                (app["type"] == "info") & landed,
+                anomaly("recovered", app["invoke_index"], id=ident, final_index=pos, append=app),
             ),
-        ),
-    ]
-    cases = [(named & cond, a) for cond, a in cases]
-    if screen:
-        moved = first.isNotNull() & (
-            ~landed | (first["log_index"] != pos) | (F.col("second")["log_index"] != pos)
-        )
-        cases += [
-            (moved, suspect("divergence", id=ident)),
-            (landed & (F.col("p_ack") > pos), suspect("realtime-reorder", id=ident)),
-            (landed & (F.col("p_seen") >= pos), suspect("future-read", id=ident)),
-        ]
-    return anomalies_where(ids, cases)
+            (
+                (app["type"] == "fail") & first.isNotNull(),
+                anomaly("aborted-read", app["invoke_index"], id=ident, append=app, seen=first),
+            ),
+            (app.isNull() & first.isNotNull(), anomaly("phantom", first["log_index"], id=ident, seen=first)),
+            (
+                first["log_index"] != F.col("second")["log_index"],
+                anomaly("duplicate", first["log_index"], id=ident, first=first, second=F.col("second")),
+            ),
+            (
+                (app["type"] == "ok") & landed & ~F.array_contains("held_at", app["ack_index"]),
+                anomaly(
+                    "index-mismatch",
+                    app["invoke_index"],
+                    id=ident,
+                    ack_index=app["ack_index"],
+                    final_index=pos,
+                    append=app,
+                ),
+            ),
+        ],
+    )
 
 
 def divergence(t: Tables) -> DataFrame:

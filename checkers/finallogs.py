@@ -29,24 +29,18 @@ FINAL_SCHEMA = StructType(
 class FinalLogs:
     """entries: hid, node, log_index, term, id. cluster: hid, log_index, term, id.
 
-    cluster_entries: the rows of `entries` that are the cluster's final log (node kept).
-
     `ends[hid][node]` is the node's highest index (-1 for an empty log); `longest[hid]`
     the node whose log is the cluster's. A hid absent from `longest` has no final logs.
     """
 
     entries: DataFrame
-    cluster_entries: DataFrame
+    cluster: DataFrame
     ends: dict[int, dict[str, int]]
     longest: dict[int, str]
     cached: DataFrame
 
     def unpersist(self) -> None:
         self.cached.unpersist()
-
-    @property
-    def cluster(self) -> DataFrame:
-        return self.cluster_entries.select("hid", "log_index", "term", "id")
 
 
 def load_final_logs(spark: SparkSession, dirs: list[ResultsDir]) -> FinalLogs:
@@ -84,5 +78,5 @@ def load_final_logs(spark: SparkSession, dirs: list[ResultsDir]) -> FinalLogs:
             ends[row["hid"]][row["node"]] = row["end"]
     longest = {hid: min(nodes, key=lambda n: (-nodes[n], n)) for hid, nodes in ends.items()}
     chosen = spark.createDataFrame(list(longest.items()), "hid long, node string")
-    cluster_entries = entries.join(F.broadcast(chosen), ["hid", "node"])
-    return FinalLogs(entries, cluster_entries, ends, longest, parsed)
+    cluster = entries.join(F.broadcast(chosen), ["hid", "node"]).select("hid", "log_index", "term", "id")
+    return FinalLogs(entries, cluster, ends, longest, parsed)

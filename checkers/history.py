@@ -76,11 +76,11 @@ class History:
     reads: DataFrame
     read_entries: DataFrame
     stats: dict[int, dict[str, Any]]
-    events: DataFrame
+    cached: DataFrame
     lines: int
 
     def unpersist(self) -> None:
-        self.events.unpersist()
+        self.cached.unpersist()
 
 
 def _corrupt() -> Column:
@@ -161,12 +161,27 @@ def _neighbours(lines: DataFrame) -> DataFrame:
     return rows
 
 
-def _paired(lines: DataFrame) -> DataFrame:
-    """`_neighbours` with the neighbours of the first and last lines of a bucket filled in."""
+def _kept(lines: DataFrame) -> DataFrame:
+    """The lines the checks need, with in-bucket neighbours; `_edge` marks a bucket's first or last.
+
+    A sound client completion right after its invoke inside a bucket is left out: it lives on
+    as the invoke's next_*. Edge lines are all kept, to pair them across buckets.
+    """
     rows = _neighbours(lines)
+    client, invoke = F.col("process") != NEMESIS, F.col("type") == "invoke"
+    edge = F.col("prev_type").isNull() | F.col("next_type").isNull()
+    keep = invoke | ~client | F.col("bad") | edge | (client & F.coalesce(_bad_pairing(), F.lit(False)))
+    return rows.withColumn("_edge", edge).where(F.coalesce(keep, F.lit(True)))
+
+
+def _events(kept: DataFrame) -> DataFrame:
+    """Every line that stands for itself: invokes (with their completion as next_*), nemesis
+    lines, and bad or unpaired lines; the first and last lines of each bucket paired across.
+    """
+    inner = kept.where(~F.col("_edge"))
+    edge = kept.where(F.col("_edge"))
     first, last = F.col("prev_type").isNull(), F.col("next_type").isNull()
-    inner = rows.where(~first & ~last)
-    edge = rows.where(first | last).withColumn("_first", first).withColumn("_last", last)
+    edge = edge.withColumn("_first", first).withColumn("_last", last)
     across = Window.partitionBy("hid", "process").orderBy("index")
     for c in NEXT:
         edge = edge.withColumn(
@@ -176,30 +191,14 @@ def _paired(lines: DataFrame) -> DataFrame:
         edge = edge.withColumn(
             f"prev_{c}", F.when(F.col("_first"), F.lag(c).over(across)).otherwise(F.col(f"prev_{c}"))
         )
-    return inner.unionByName(edge.drop("_first", "_last"))
-
-
-def _bad_pairing() -> Column:
-    """A client line out of the invoke/completion alternation of its process."""
-    invoke = F.col("type") == "invoke"
-    double_invoke = invoke & (F.col("next_type") == "invoke")
-    orphan = ~invoke & (F.coalesce(F.col("prev_type"), F.lit("")) != "invoke")
-    wrong_f = ~invoke & (F.col("prev_f") != F.col("f"))
-    return double_invoke | orphan | wrong_f
-
-
-def load_history(spark: SparkSession, dirs: list[ResultsDir], *, bucket_lines: int = BUCKET_LINES) -> History:
-    """Load, validate and pair the histories of `dirs` (hid = position in the list)."""
-    files = [SourceFile(hid, d.history) for hid, d in enumerate(dirs)]
-    client = F.col("process") != NEMESIS
-    invoke = F.col("type") == "invoke"
-    paired = _paired(_lines(spark, files, bucket_lines)).withColumn(
+    client, invoke = F.col("process") != NEMESIS, F.col("type") == "invoke"
+    rows = inner.unionByName(edge.drop("_first", "_last")).withColumn(
         "bad_pair", client & F.coalesce(_bad_pairing(), F.lit(False))
     )
     # A sound client completion whose invoke is the line before it is kept as that invoke's
     # next_*; every other line is kept as its own row, so each line is counted once.
-    events = (
-        paired.where(invoke | ~client | F.col("bad") | F.col("bad_pair"))
+    return (
+        rows.where(F.coalesce(invoke | ~client | F.col("bad") | F.col("bad_pair"), F.lit(True)))
         .withColumn(
             "next_paired",
             F.coalesce(
@@ -211,14 +210,35 @@ def load_history(spark: SparkSession, dirs: list[ResultsDir], *, bucket_lines: i
                 F.lit(False),
             ),
         )
-        .drop("c_ack", "c_seen", "prev_type", "prev_f")
-        .cache()
+        .drop("c_ack", "c_seen", "prev_type", "prev_f", "_edge")
     )
+
+
+def _bad_pairing() -> Column:
+    """A client line out of the invoke/completion alternation of its process."""
+    invoke = F.col("type") == "invoke"
+    double_invoke = invoke & (F.col("next_type") == "invoke")
+    orphan = ~invoke & (F.coalesce(F.col("prev_type"), F.lit("")) != "invoke")
+    wrong_f = ~invoke & (F.col("prev_f") != F.col("f"))
+    return double_invoke | orphan | wrong_f
+
+
+def load_history(spark: SparkSession, dirs: list[ResultsDir], *, bucket_lines: int | None = None) -> History:
+    """Load, validate and pair the histories of `dirs` (hid = position in the list).
+
+    `bucket_lines` (default `BUCKET_LINES`) is how many consecutive lines a bucket holds.
+    """
+    bucket_lines = bucket_lines or BUCKET_LINES
+    files = [SourceFile(hid, d.history) for hid, d in enumerate(dirs)]
+    client = F.col("process") != NEMESIS
+    invoke = F.col("type") == "invoke"
+    kept = _kept(_lines(spark, files, bucket_lines)).cache()
+    events = _events(kept)
     try:
         stats, lines = _validate(events, files)
         carry = _carry(spark, events, stats, bucket_lines)
     except BaseException:
-        events.unpersist()
+        kept.unpersist()
         raise
     good = events.where(~F.col("bad") & client & invoke).withColumn(
         "done", F.col("next_type").isNotNull() & (F.col("next_type") != "invoke")
@@ -228,7 +248,7 @@ def load_history(spark: SparkSession, dirs: list[ResultsDir], *, bucket_lines: i
         .withColumn("p_ack", F.greatest("l_ack", "c_ack"))
         .withColumn("p_seen", F.greatest("l_seen", "c_seen"))
     )
-    return History(*_ops(good), stats=stats, events=events, lines=lines)
+    return History(*_ops(good), stats=stats, cached=kept, lines=lines)
 
 
 def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:

@@ -1,7 +1,7 @@
 """The screening pass: cheap tests that clear a history of every anomaly, or send it to the exact checks.
 
-A correct history is the common case and the screen proves it with the grouping by id (see
-`durability.by_id(screen=True)`), per-read conditions and per-block sums of the final logs:
+A correct history is the common case and the screen proves it with one grouping by id
+(`by_id`), per-read conditions and per-block sums of the final logs:
 no search, no sort of the whole history beyond the one that pairs its ops. Whatever the
 screen cannot clear (a `~<check>` row, or a flag from here) makes the caller run the exact
 checks, which give the counts and witnesses.
@@ -20,13 +20,104 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from checkers.anomalies import anomalies_where, suspect
+from checkers.anomalies import anomalies_where, anomaly, suspect
 from checkers.finallogs import FinalLogs
 from checkers.tables import NOOP_KEY, Tables
 
 FINAL_BLOCK = 1 << 14
 _MASK = (1 << 31) - 1
 Sums = tuple[int, int, int, int]  # entries, hash of (index, term, id) twice, hash of index
+
+
+def _status(status: Column) -> Column:
+    return F.when(status == "ok", 2).when(status == "fail", 1).otherwise(0)
+
+
+def by_id(t: Tables) -> DataFrame:
+    """Recovered appends, and `~<check>` rows for whatever the exact checks by id would find.
+
+    One grouping by id of every append, every id a read saw, and the cluster's final log,
+    with numbers only (so Spark aggregates it in a hash table, partially before the shuffle).
+    No-ops are keyed by their index. Beyond the exact checks' conditions the groups flag a
+    read's claim at an index where the cluster's log does not hold its id (divergence), an
+    append landed below an index acknowledged before it was invoked (real-time reorder), and
+    one landed at or below an index a read saw before it was invoked (future read): exact
+    while every acknowledged index is right, which the other conditions show.
+    """
+    noop = F.concat(F.lit(NOOP_KEY + ":"), F.col("log_index").cast("string"))
+    appended = t.appends.select(
+        "hid",
+        "id",
+        _status(F.col("status")).alias("status"),
+        "process",
+        "inv_index",
+        "inv_time",
+        "cmp_index",
+        "cmp_time",
+        "ack_index",
+        "p_ack",
+        "p_seen",
+    )
+    claimed = t.read_entries.select(
+        "hid", F.coalesce("id", noop).alias("id"), F.col("log_index").alias("claim"), "rid"
+    )
+    placed = t.cluster.select("hid", F.coalesce("id", noop).alias("id"), F.col("log_index").alias("at"))
+    facts = appended.unionByName(claimed, allowMissingColumns=True).unionByName(
+        placed, allowMissingColumns=True
+    )
+    numbers = [
+        "status",
+        "process",
+        "inv_index",
+        "inv_time",
+        "cmp_index",
+        "cmp_time",
+        "ack_index",
+        "p_ack",
+        "p_seen",
+    ]
+    ids = facts.groupBy("hid", "id").agg(
+        *[F.max(c).alias(c) for c in numbers],
+        F.min("claim").alias("claim_lo"),
+        F.max("claim").alias("claim_hi"),
+        F.min("rid").alias("seen_by_read"),
+        F.min("at").alias("pos"),
+        F.max("at").alias("pos_hi"),
+    )
+    pos, status, lo = F.col("pos"), F.col("status"), F.col("claim_lo")
+    landed, named = pos.isNotNull(), ~F.col("id").startswith(NOOP_KEY)
+    app = F.struct(
+        "id",
+        "process",
+        F.when(status == 2, "ok").when(status == 1, "fail").otherwise("info").alias("type"),
+        F.col("inv_index").alias("invoke_index"),
+        F.col("inv_time").alias("invoke_time"),
+        F.col("cmp_index").alias("complete_index"),
+        F.col("cmp_time").alias("complete_time"),
+        "ack_index",
+    )
+    appended_here = F.col("inv_index").isNotNull()
+    suspects = {
+        "lost": ~landed & ((status == 2) | F.col("seen_by_read").isNotNull()),
+        "aborted-read": (status == 1) & (lo.isNotNull() | landed),
+        "phantom": ~appended_here & (lo.isNotNull() | landed),
+        "duplicate": (lo != F.col("claim_hi")) | (pos != F.col("pos_hi")),
+        "index-mismatch": (status == 2) & landed & (F.col("ack_index") != pos),
+        "divergence": lo.isNotNull() & (~landed | (lo != pos) | (F.col("claim_hi") != pos)),
+        "realtime-reorder": landed & (F.col("p_ack") > pos),
+        "future-read": landed & (F.col("p_seen") >= pos),
+    }
+    cases = [
+        (
+            named & appended_here & (status == 0) & landed,
+            anomaly("recovered", F.col("inv_index"), id=F.col("id"), final_index=pos, append=app),
+        ),
+        *[
+            (named & cond if name != "divergence" else cond, suspect(name, id=F.col("id")))
+            for name, cond in suspects.items()
+        ],
+    ]
+    return anomalies_where(ids, cases)
 
 
 def read_flags(t: Tables) -> DataFrame:

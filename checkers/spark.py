@@ -60,6 +60,8 @@ def session(
         .config("spark.sql.files.openCostInBytes", str(64 << 10))
         .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
         .config("spark.sql.session.timeZone", "UTC")
+        # Compressing cached tables costs more CPU than reading them back saves.
+        .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
         .config("spark.executorEnv.PYTHONPATH", os.pathsep.join(sys.path))
     )
     spark = builder.getOrCreate()

@@ -56,18 +56,16 @@ class Tables:
         named = self.cluster.where(F.col("id").isNotNull())
         return named.groupBy("hid", "id").agg(F.min("log_index").alias("pos"))
 
-    def claims(self, *, acks: bool, every_node: bool = True) -> DataFrame:
+    def claims(self, *, acks: bool) -> DataFrame:
         """hid, log_index, id, source, ref: every statement of which id an index holds.
 
-        Sources: `read` (ref: the read's invoke index), `final:<node>` (every node's final log,
-        or with `every_node` false only the cluster's, enough once the nodes are known to
-        agree), and with `acks` the ok appends' acknowledged index (`ack`, ref: the append's
-        invoke index).
+        Sources: `read` (ref: the read's invoke index), `final:<node>`, and with `acks` the
+        ok appends' acknowledged index (`ack`, ref: the append's invoke index).
         """
         reads = self.read_entries.select(
             "hid", "log_index", "id", F.lit("read").alias("source"), F.col("rid").alias("ref")
         )
-        finals = (self.finals.entries if every_node else self.finals.cluster_entries).select(
+        finals = self.finals.entries.select(
             "hid",
             "log_index",
             "id",
