@@ -22,15 +22,24 @@ from pyspark.sql import functions as F
 
 from checkers.anomalies import anomalies_where, anomaly, suspect
 from checkers.finallogs import FinalLogs
-from checkers.tables import NOOP_KEY, Tables
+from checkers.tables import NOOP_KEY, Tables, append_ref
 
 FINAL_BLOCK = 1 << 14
 _MASK = (1 << 31) - 1
 Sums = tuple[int, int, int, int]  # entries, hash of (index, term, id) twice, hash of index
-
-
-def _status(status: Column) -> Column:
-    return F.when(status == "ok", 2).when(status == "fail", 1).otherwise(0)
+# What the grouping by id keeps of an append: numbers only, the status too.
+_NUMBERS = [
+    "status",
+    "process",
+    "inv_index",
+    "inv_time",
+    "cmp_index",
+    "cmp_time",
+    "ack_index",
+    "p_ack",
+    "p_seen",
+]
+_STATUSES = ("info", "fail", "ok")
 
 
 def by_id(t: Tables) -> DataFrame:
@@ -45,19 +54,8 @@ def by_id(t: Tables) -> DataFrame:
     while every acknowledged index is right, which the other conditions show.
     """
     noop = F.concat(F.lit(NOOP_KEY + ":"), F.col("log_index").cast("string"))
-    appended = t.appends.select(
-        "hid",
-        "id",
-        _status(F.col("status")).alias("status"),
-        "process",
-        "inv_index",
-        "inv_time",
-        "cmp_index",
-        "cmp_time",
-        "ack_index",
-        "p_ack",
-        "p_seen",
-    )
+    code = F.array_position(F.array(*[F.lit(x) for x in _STATUSES]), F.col("status"))
+    appended = t.appends.withColumn("status", code).select("hid", "id", *_NUMBERS)
     claimed = t.read_entries.select(
         "hid", F.coalesce("id", noop).alias("id"), F.col("log_index").alias("claim"), "rid"
     )
@@ -65,52 +63,32 @@ def by_id(t: Tables) -> DataFrame:
     facts = appended.unionByName(claimed, allowMissingColumns=True).unionByName(
         placed, allowMissingColumns=True
     )
-    numbers = [
-        "status",
-        "process",
-        "inv_index",
-        "inv_time",
-        "cmp_index",
-        "cmp_time",
-        "ack_index",
-        "p_ack",
-        "p_seen",
-    ]
     ids = facts.groupBy("hid", "id").agg(
-        *[F.max(c).alias(c) for c in numbers],
+        *[F.max(c).alias(c) for c in _NUMBERS],
         F.min("claim").alias("claim_lo"),
         F.max("claim").alias("claim_hi"),
         F.min("rid").alias("seen_by_read"),
         F.min("at").alias("pos"),
         F.max("at").alias("pos_hi"),
     )
+    ids = ids.withColumn("status", F.get(F.array(*[F.lit(x) for x in _STATUSES]), F.col("status") - 1))
     pos, status, lo = F.col("pos"), F.col("status"), F.col("claim_lo")
     landed, named = pos.isNotNull(), ~F.col("id").startswith(NOOP_KEY)
-    app = F.struct(
-        "id",
-        "process",
-        F.when(status == 2, "ok").when(status == 1, "fail").otherwise("info").alias("type"),
-        F.col("inv_index").alias("invoke_index"),
-        F.col("inv_time").alias("invoke_time"),
-        F.col("cmp_index").alias("complete_index"),
-        F.col("cmp_time").alias("complete_time"),
-        "ack_index",
-    )
     appended_here = F.col("inv_index").isNotNull()
     suspects = {
-        "lost": ~landed & ((status == 2) | F.col("seen_by_read").isNotNull()),
-        "aborted-read": (status == 1) & (lo.isNotNull() | landed),
+        "lost": ~landed & ((status == "ok") | F.col("seen_by_read").isNotNull()),
+        "aborted-read": (status == "fail") & (lo.isNotNull() | landed),
         "phantom": ~appended_here & (lo.isNotNull() | landed),
         "duplicate": (lo != F.col("claim_hi")) | (pos != F.col("pos_hi")),
-        "index-mismatch": (status == 2) & landed & (F.col("ack_index") != pos),
+        "index-mismatch": (status == "ok") & landed & (F.col("ack_index") != pos),
         "divergence": lo.isNotNull() & (~landed | (lo != pos) | (F.col("claim_hi") != pos)),
         "realtime-reorder": landed & (F.col("p_ack") > pos),
         "future-read": landed & (F.col("p_seen") >= pos),
     }
     cases = [
         (
-            named & appended_here & (status == 0) & landed,
-            anomaly("recovered", F.col("inv_index"), id=F.col("id"), final_index=pos, append=app),
+            named & appended_here & (status == "info") & landed,
+            anomaly("recovered", F.col("inv_index"), id=F.col("id"), final_index=pos, append=append_ref()),
         ),
         *[
             (named & cond if name != "divergence" else cond, suspect(name, id=F.col("id")))
