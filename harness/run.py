@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.cluster import connect
 from harness.errors import HarnessError
 from harness.final import read_final_logs, wait_for_catch_up
 from harness.generator import Mix, nemesis_schedule, parse_concurrency
@@ -29,7 +30,7 @@ from harness.results import create_run_dir, git_commit, point_latest, write_json
 from harness.workload import WorkloadState, start_workers
 from nemesis.catalogue import BUILDERS, NemesisOptions, build, parse_nemesis
 from nodes.client import Client
-from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_UNKNOWN
+from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_UNKNOWN, UsageError
 from nodes.messages import ReadMode
 
 log = logging.getLogger("harness")
@@ -121,24 +122,31 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    signal.signal(signal.SIGTERM, _terminate)
+    """Run `--test-count` tests (a summary line each when more than one); the worst verdict's exit code.
+
+    Bad flags raise `UsageError` (exit 254 with the usage) and a missing Docker engine raises
+    `EngineUnavailable` (one sentence, exit 255), both before any results folder is made.
+    """
     try:
         faults = validate(args)
     except ValueError as e:
-        print(f"python -m harness run: error: {e}", file=sys.stderr)
-        return EXIT_BAD_ARGS
+        raise UsageError(str(e)) from None
+    connect().close()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     name = args.name or f"dledger-{'-'.join(faults) or 'no-faults'}"
     codes = []
-    for i in range(args.test_count):
-        code, run_dir = run_test(args, faults, name, seed + i)
-        codes.append(code)
-        if args.test_count > 1:
-            print(
-                f"test {i + 1}/{args.test_count} seed {seed + i}: {VERDICT_WORDS.get(code, code)}  {run_dir}"
-            )
-        if code in (EXIT_INTERNAL, EXIT_BAD_ARGS) or getattr(args, "interrupted", False):
-            break
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        for i in range(args.test_count):
+            code, run_dir = run_test(args, faults, name, seed + i)
+            codes.append(code)
+            if args.test_count > 1:
+                verdict = VERDICT_WORDS.get(code, code)
+                print(f"test {i + 1}/{args.test_count} seed {seed + i}: {verdict}  {run_dir}")
+            if code in (EXIT_INTERNAL, EXIT_BAD_ARGS) or getattr(args, "interrupted", False):
+                break
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
     return max(codes, key=lambda c: SEVERITY.get(c, 0))
 
 
@@ -157,9 +165,22 @@ def _configure_logging(run_dir: Path) -> logging.Handler:
     return handler
 
 
-REPLAYED_FLAGS = ("nodes", "time_limit", "concurrency", "rate", "nemesis", "nemesis_interval",
-                  "partition_shapes", "kill_targets", "payload_size", "flush", "timing", "read_mode",
-                  "read_fraction", "op_timeout")
+REPLAYED_FLAGS = (
+    "nodes",
+    "time_limit",
+    "concurrency",
+    "rate",
+    "nemesis",
+    "nemesis_interval",
+    "partition_shapes",
+    "kill_targets",
+    "payload_size",
+    "flush",
+    "timing",
+    "read_mode",
+    "read_fraction",
+    "op_timeout",
+)
 
 
 def reproduce_command(args: argparse.Namespace, seed: int, name: str) -> str:

@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 EXIT_VALID = 0
 EXIT_INVALID = 1
@@ -18,32 +19,46 @@ EXIT_BAD_ARGS = 254
 EXIT_INTERNAL = 255
 
 
+class UsageError(ValueError):
+    """Bad arguments a command finds after parsing; `run_subcommands` prints its usage and exits 254."""
+
+
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser that exits 254 with a usage message on bad arguments."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_BAD_ARGS, f"{self.prog}: error: {message}\n")
 
 
-def run_subcommands(prog: str, description: str, commands: dict[str, str],
-                    argv: Sequence[str] | None = None) -> int:
+def run_subcommands(
+    prog: str, description: str, commands: dict[str, str], argv: Sequence[str] | None = None
+) -> int:
     """Dispatch `prog COMMAND ...` to modules that define `add_arguments(parser)` and `run(args)`.
 
     `commands` maps a command name to the module implementing it; modules are imported
-    only when their command runs, so one command's imports never slow another.
+    only when their command runs, so one command's imports never slow another. Every bad
+    argument of a command, also an unknown flag or a `UsageError` its `run` raises, exits 254
+    with that command's usage.
     """
     parser = Parser(prog=prog, description=description)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     argv = list(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in argv if not a.startswith("-")), None)
+    parsers: dict[str, Parser] = {}
     for name, module_name in commands.items():
         module = importlib.import_module(module_name) if name == chosen else None
         doc = (module.__doc__ or "").strip().splitlines()[0] if module and module.__doc__ else None
-        p = sub.add_parser(name, help=doc, description=doc)
+        p = parsers[name] = sub.add_parser(name, help=doc, description=doc)
         if module is not None:
             module.add_arguments(p)
             p.set_defaults(_run=module.run)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    command = parsers[args.command]
+    if unknown:
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")
     runner: Callable[[argparse.Namespace], int] = args._run
-    return runner(args)
+    try:
+        return runner(args)
+    except UsageError as e:
+        command.error(str(e))
