@@ -26,14 +26,11 @@ class LogClient(Protocol):
     """The calls a worker makes (`nodes.client.Client` has them); failures raise
     `nodes.client.DefiniteFailure` or `IndeterminateFailure`."""
 
-    def append(self, body: bytes) -> AppendAck:
-        ...
+    def append(self, body: bytes) -> AppendAck: ...
 
-    def get(self, first: int, last: int) -> ReadResult:
-        ...
+    def get(self, first: int, last: int) -> ReadResult: ...
 
-    def close(self) -> None:
-        ...
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -51,15 +48,28 @@ class WorkloadState:
 
 def read_value(first: int, last: int, result: ReadResult) -> dict:
     """The history value of an ok read: the committed entries returned, as [index, id] pairs."""
-    return {"from": first, "to": last, "commit_index": result.commit_index,
-            "entries": [[e.index, payload_id(e.body)] for e in result.entries]}
+    return {
+        "from": first,
+        "to": last,
+        "commit_index": result.commit_index,
+        "entries": [[e.index, payload_id(e.body)] for e in result.entries],
+    }
 
 
 class Worker:
     """One worker thread: process ids `worker, worker + workers, worker + 2*workers, ...`."""
 
-    def __init__(self, worker: int, workers: int, seed: int, rate: float, mix: Mix, history: History,
-                 state: WorkloadState, connect: Callable[[], LogClient]) -> None:
+    def __init__(
+        self,
+        worker: int,
+        workers: int,
+        seed: int,
+        rate: float,
+        mix: Mix,
+        history: History,
+        state: WorkloadState,
+        connect: Callable[[], LogClient],
+    ) -> None:
         self.worker = worker
         self.workers = workers
         self.process = worker
@@ -116,8 +126,15 @@ class Worker:
         return True
 
 
-def start_workers(workers: int, seed: int, rate: float, mix: Mix, history: History, state: WorkloadState,
-                  connect: Callable[[], LogClient]) -> list[threading.Thread]:
+def start_workers(
+    workers: int,
+    seed: int,
+    rate: float,
+    mix: Mix,
+    history: History,
+    state: WorkloadState,
+    connect: Callable[[], LogClient],
+) -> list[threading.Thread]:
     """Start `workers` daemon threads running the workload until `state.stop` is set."""
     threads = []
     for w in range(workers):

@@ -160,8 +160,9 @@ class _Connection:
 class Client:
     """Talks to a DLedger group given its peers; see the module doc for failure kinds."""
 
-    def __init__(self, peers: dict[str, Address], group: str = "", timeout: float = 3.0,
-                 max_redirects: int = 5) -> None:
+    def __init__(
+        self, peers: dict[str, Address], group: str = "", timeout: float = 3.0, max_redirects: int = 5
+    ) -> None:
         if not peers:
             raise ValueError("a client needs at least one peer address")
         self.peers = dict(peers)
@@ -214,8 +215,14 @@ class Client:
         kind = DefiniteFailure if reply.code in DEFINITE_APPEND_FAILURES else IndeterminateFailure
         raise kind(f"{node} answered {reply.code.name}", reply.code, reply.leader)
 
-    def get(self, first: int, last: int | None = None, node: str | None = None, mode: str = "",
-            timeout: float | None = None) -> ReadResult:
+    def get(
+        self,
+        first: int,
+        last: int | None = None,
+        node: str | None = None,
+        mode: str = "",
+        timeout: float | None = None,
+    ) -> ReadResult:
         """Entries `first..last` (one when last is None) in the node's or the given read mode.
 
         With `node`, ask that node only (no redirect); otherwise ask the leader.
@@ -234,8 +241,12 @@ class Client:
         """Ask the leader to hand leadership to `to`; returns once `to` leads."""
         if to not in self.peers:
             raise ValueError(f"transfer target {to!r} is not a peer; peers are {sorted(self.peers)}")
-        node, reply = self._leader_call(LeadershipTransferRequest(to, self.group), TransferResponse,
-                                        self._deadline(timeout), idempotent=True)
+        node, reply = self._leader_call(
+            LeadershipTransferRequest(to, self.group),
+            TransferResponse,
+            self._deadline(timeout),
+            idempotent=True,
+        )
         if reply.code != Code.SUCCESS:
             kind = DefiniteFailure if reply.code == Code.NOT_LEADER else IndeterminateFailure
             raise kind(f"{node} answered {reply.code.name}", reply.code, reply.leader)
@@ -261,11 +272,13 @@ class Client:
 
     def _expect(self, reply: Any, kind: type, node: str) -> None:
         if isinstance(reply, ErrorResponse):
-            raise DefiniteFailure(f"{node} refused the request: {reply.code.name}: {reply.message}",
-                                  reply.code, reply.leader)
+            raise DefiniteFailure(
+                f"{node} refused the request: {reply.code.name}: {reply.message}", reply.code, reply.leader
+            )
         if not isinstance(reply, kind):
-            raise IndeterminateFailure(f"{node} answered with {type(reply).__name__}, not {kind.__name__}",
-                                       Code.ILLEGAL_RESPONSE)
+            raise IndeterminateFailure(
+                f"{node} answered with {type(reply).__name__}, not {kind.__name__}", Code.ILLEGAL_RESPONSE
+            )
 
     def _single_call(self, node: str, request: Any, kind: type, deadline: float) -> Any:
         if node not in self.peers:
@@ -287,8 +300,9 @@ class Client:
         share = self.timeout / (len(self.peers) + 1)
         for node in self._order():
             try:
-                reply = self._conn(node).call(MetadataRequest(self.group),
-                                              min(deadline, time.monotonic() + share))
+                reply = self._conn(node).call(
+                    MetadataRequest(self.group), min(deadline, time.monotonic() + share)
+                )
             except (_Unsent, _Lost) as exc:
                 if not isinstance(exc, _NoTime):
                     errors[node] = str(exc)

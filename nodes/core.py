@@ -116,9 +116,17 @@ class _PendingAppend:
 class Core:
     """One DLedger member's consensus state machine."""
 
-    def __init__(self, node_id: str, peers: Sequence[str], store: LogStore, term: int = 0,
-                 vote: str | None = None, config: CoreConfig | None = None,
-                 rng: random.Random | None = None, now: float = 0.0) -> None:
+    def __init__(
+        self,
+        node_id: str,
+        peers: Sequence[str],
+        store: LogStore,
+        term: int = 0,
+        vote: str | None = None,
+        config: CoreConfig | None = None,
+        rng: random.Random | None = None,
+        now: float = 0.0,
+    ) -> None:
         if node_id not in peers:
             raise ValueError(f"node id {node_id!r} is not among the peers {list(peers)}")
         if len(set(peers)) != len(peers):
@@ -259,8 +267,11 @@ class Core:
             if self._lease_valid() and self._term_committed():
                 self._complete_read(request_id, first, last)
                 return
-        self._reads.append(PendingRead(request_id, first, last, self._confirm.last_seq + 1,
-                                       now + self.timing.read_timeout_ms))
+        self._reads.append(
+            PendingRead(
+                request_id, first, last, self._confirm.last_seq + 1, now + self.timing.read_timeout_ms
+            )
+        )
 
     def client_transfer(self, request_id: int, transferee: str, now: float) -> None:
         """Hand leadership to `transferee` (DLedger's LEADERSHIP_TRANSFER)."""
@@ -269,8 +280,15 @@ class Core:
             self._complete(request_id, TransferResponse(ResponseCode.NOT_LEADER, self.term, self.leader))
             return
         disp = self._dispatchers.get(transferee)
-        code = refusal(transferee, self.node_id, self.members, self._transfer is not None,
-                       self.store.end_index, disp.match_index if disp else -1, self.timing.transfer_max_lag)
+        code = refusal(
+            transferee,
+            self.node_id,
+            self.members,
+            self._transfer is not None,
+            self.store.end_index,
+            disp.match_index if disp else -1,
+            self.timing.transfer_max_lag,
+        )
         if code is not None:
             self._complete(request_id, TransferResponse(code, self.term, self.leader))
             return
@@ -366,8 +384,9 @@ class Core:
 
     def _leave_leadership(self) -> None:
         for p in self._pending:
-            self._complete(p.request_id, AppendResponse(ResponseCode.TERM_CHANGED, self.term, p.first, p.last,
-                                                        None))
+            self._complete(
+                p.request_id, AppendResponse(ResponseCode.TERM_CHANGED, self.term, p.first, p.last, None)
+            )
         self._pending.clear()
         for r in self._reads:
             self._reply_read(r.request_id, ResponseCode.NOT_LEADER)
@@ -387,9 +406,19 @@ class Core:
 
     def _voter_view(self) -> VoterView:
         guard = self.config.lease_guard and (
-            self._lease_valid() if self.role is Role.LEADER else self._now < self._guard_until)
-        return VoterView(self.node_id, self.members, self.term, self.vote_for, self.leader,
-                         self.store.end_index, self.store.end_term, self._taking is not None, guard)
+            self._lease_valid() if self.role is Role.LEADER else self._now < self._guard_until
+        )
+        return VoterView(
+            self.node_id,
+            self.members,
+            self.term,
+            self.vote_for,
+            self.leader,
+            self.store.end_index,
+            self.store.end_term,
+            self._taking is not None,
+            guard,
+        )
 
     def _vote_interval(self) -> float:
         t = self.timing
@@ -414,8 +443,14 @@ class Core:
                 self._increase_term_now = False
                 self._next_vote_at = self._vote_interval()
                 return
-        req = VoteRequest(self.term, self.node_id, self.store.end_index, self.store.end_term,
-                          self._next_seq(), self._taking is not None)
+        req = VoteRequest(
+            self.term,
+            self.node_id,
+            self.store.end_index,
+            self.store.end_term,
+            self._next_seq(),
+            self._taking is not None,
+        )
         rnd = self._round = VoteRound(self.term, req.seq, now + self.timing.vote_wait_ms, len(self.peers))
         result = judge_vote(req, self._voter_view(), self_vote=True)
         if result is VoteResult.ACCEPT and self.vote_for != self.node_id:
@@ -558,8 +593,9 @@ class Core:
         pending = self._pending
         while pending and pending[0].last <= index:
             p = pending.popleft()
-            self._complete(p.request_id, AppendResponse(ResponseCode.SUCCESS, self.term, p.first, p.last,
-                                                        self.node_id))
+            self._complete(
+                p.request_id, AppendResponse(ResponseCode.SUCCESS, self.term, p.first, p.last, self.node_id)
+            )
         self._serve_reads()
 
     def _on_push(self, sender: str, req: PushRequest) -> None:
@@ -577,21 +613,30 @@ class Core:
         self._last_leader_contact = self._now
         if req.type is PushType.COMMIT:
             self._follower_commit(req.commit_index)
-            self._send(sender, PushResponse(self.term, ResponseCode.SUCCESS, req.seq, req.type, -1,
-                                            self.store.end_index, -1))
+            self._send(
+                sender,
+                PushResponse(
+                    self.term, ResponseCode.SUCCESS, req.seq, req.type, -1, self.store.end_index, -1
+                ),
+            )
             return
         end_before = self.store.end_index
         out = handle_push(self.store, req, self.commit_index, self._leader_match)
         if out.code is not ResponseCode.SUCCESS:
-            self._send(sender, PushResponse(self.term, out.code, req.seq, req.type, -1, self.store.end_index,
-                                            out.hint_index))
+            self._send(
+                sender,
+                PushResponse(
+                    self.term, out.code, req.seq, req.type, -1, self.store.end_index, out.hint_index
+                ),
+            )
             return
         if self.store.end_index < end_before:  # acks waiting for entries that are gone never go out
             self._deferred_acks = [a for a in self._deferred_acks if a[0] <= self.store.end_index]
         self._leader_match = max(self._leader_match, out.match_index)
         self._follower_commit(req.commit_index)
-        resp = PushResponse(self.term, ResponseCode.SUCCESS, req.seq, req.type, out.match_index,
-                            self.store.end_index, -1)
+        resp = PushResponse(
+            self.term, ResponseCode.SUCCESS, req.seq, req.type, out.match_index, self.store.end_index, -1
+        )
         if out.match_index <= self._durable_index():
             self._send(sender, resp)
         else:
@@ -626,8 +671,12 @@ class Core:
         pending = self._pending
         while pending and pending[0].deadline <= now:
             p = pending.popleft()
-            self._complete(p.request_id, AppendResponse(ResponseCode.WAIT_QUORUM_ACK_TIMEOUT, self.term,
-                                                        p.first, p.last, self.node_id))
+            self._complete(
+                p.request_id,
+                AppendResponse(
+                    ResponseCode.WAIT_QUORUM_ACK_TIMEOUT, self.term, p.first, p.last, self.node_id
+                ),
+            )
         if self._reads:
             waiting = []
             for r in self._reads:
@@ -642,8 +691,10 @@ class Core:
 
     def _lease_valid(self) -> bool:
         t = self.timing
-        return self._now < self._confirm.confirmed_at + t.leader_lost_ms * (1.0 - t.lease_drift_ratio) \
+        return (
+            self._now < self._confirm.confirmed_at + t.leader_lost_ms * (1.0 - t.lease_drift_ratio)
             and self._transfer is None
+        )
 
     def _serve_reads(self) -> None:
         if not self._reads or not self._term_committed():
@@ -667,8 +718,9 @@ class Core:
     # ---- leadership transfer ---------------------------------------------------------
 
     def _start_transfer(self, transferee: str, request_id: int | None) -> None:
-        self._transfer = LeaderTransfer(transferee, request_id, self.term,
-                                        self._now + self.timing.transfer_timeout_ms)
+        self._transfer = LeaderTransfer(
+            transferee, request_id, self.term, self._now + self.timing.transfer_timeout_ms
+        )
         self._replicate()
 
     def _finish_transfer(self, code: ResponseCode) -> None:
@@ -687,9 +739,12 @@ class Core:
     def _check_preferred(self, now: float) -> None:
         preferred = self.config.preferred_leader
         disp = self._dispatchers.get(preferred or "")
-        if (disp is None or self._transfer is not None
-                or now - disp.last_ack_at > self.timing.leader_lost_ms
-                or self.store.end_index - disp.match_index > self.timing.transfer_max_lag):
+        if (
+            disp is None
+            or self._transfer is not None
+            or now - disp.last_ack_at > self.timing.leader_lost_ms
+            or self.store.end_index - disp.match_index > self.timing.transfer_max_lag
+        ):
             return
         self._start_transfer(disp.peer, None)
 

@@ -255,6 +255,13 @@ class MetadataResponse:
     role: str
 
 
-PeerMessage = (VoteRequest | VoteResponse | HeartbeatRequest | HeartbeatResponse
-               | PushRequest | PushResponse | TransferRequest)
+PeerMessage = (
+    VoteRequest
+    | VoteResponse
+    | HeartbeatRequest
+    | HeartbeatResponse
+    | PushRequest
+    | PushResponse
+    | TransferRequest
+)
 ClientResponse = AppendResponse | ReadResponse | TransferResponse

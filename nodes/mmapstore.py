@@ -65,15 +65,24 @@ class CorruptEntryError(StoreError):
 class MmapStore:
     """DLedger's mmap file store with CRC-checked recovery, async or group-commit flush and retention."""
 
-    def __init__(self, directory: str | Path, *, data_segment_size: int = DEFAULT_DATA_SEGMENT,
-                 index_segment_size: int = DEFAULT_INDEX_SEGMENT, flush: FlushMode = "async",
-                 flush_interval_ms: float = 10, retention: RetentionPolicy | None = None) -> None:
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        data_segment_size: int = DEFAULT_DATA_SEGMENT,
+        index_segment_size: int = DEFAULT_INDEX_SEGMENT,
+        flush: FlushMode = "async",
+        flush_interval_ms: float = 10,
+        retention: RetentionPolicy | None = None,
+    ) -> None:
         if data_segment_size < 2 * HEADER_SIZE:
-            raise ValueError(f"data_segment_size={data_segment_size} is too small: use at least "
-                             f"{2 * HEADER_SIZE} bytes")
+            raise ValueError(
+                f"data_segment_size={data_segment_size} is too small: use at least {2 * HEADER_SIZE} bytes"
+            )
         if index_segment_size < INDEX_SIZE or index_segment_size % INDEX_SIZE:
-            raise ValueError(f"index_segment_size={index_segment_size} must be a positive multiple "
-                             f"of {INDEX_SIZE}")
+            raise ValueError(
+                f"index_segment_size={index_segment_size} must be a positive multiple of {INDEX_SIZE}"
+            )
         if flush not in ("async", "sync"):
             raise ValueError(f"flush={flush!r}: use 'async' or 'sync'")
         if flush_interval_ms <= 0:
@@ -146,14 +155,14 @@ class MmapStore:
 
     # -- appends ----------------------------------------------------------------------------
 
-    def append_leader(self, term: int, body: bytes, magic: int = MAGIC_NORMAL, *,
-                      wait: bool = True) -> Entry:
+    def append_leader(self, term: int, body: bytes, magic: int = MAGIC_NORMAL, *, wait: bool = True) -> Entry:
         """Append one entry at `end_index + 1` with `term`; see `append_many`."""
         first = self.append_many(term, (body,), magic, wait=wait)
         return Entry(first.start, term, body, magic)
 
-    def append_many(self, term: int, bodies: Sequence[bytes], magic: int = MAGIC_NORMAL, *,
-                    wait: bool = True) -> range:
+    def append_many(
+        self, term: int, bodies: Sequence[bytes], magic: int = MAGIC_NORMAL, *, wait: bool = True
+    ) -> range:
         """Append `bodies` as leader at consecutive indexes with `term`; return their indexes.
 
         In `sync` mode this returns once they are fsynced, unless `wait` is False.
@@ -164,8 +173,7 @@ class MmapStore:
         with self._lock:
             self._check_writable()
             if term < self._end_term:
-                raise StoreError(f"leader append at term {term} is below the log's end term "
-                                 f"{self._end_term}")
+                raise StoreError(f"leader append at term {term} is below the log's end term {self._end_term}")
             first = self._end_index + 1
             last = self._write([Entry(i, term, body, magic) for i, body in enumerate(bodies, first)])
         if self._sync and wait:
@@ -184,11 +192,14 @@ class MmapStore:
             expect, term = self._end_index + 1, self._end_term
             for e in entries:
                 if e.index != expect:
-                    raise StoreError(f"follower append must be consecutive: got index {e.index}, "
-                                     f"expected {expect}")
+                    raise StoreError(
+                        f"follower append must be consecutive: got index {e.index}, expected {expect}"
+                    )
                 if e.term < term:
-                    raise StoreError(f"follower append of index {e.index} at term {e.term} is below "
-                                     f"the previous term {term}")
+                    raise StoreError(
+                        f"follower append of index {e.index} at term {e.term} is below "
+                        f"the previous term {term}"
+                    )
                 expect, term = expect + 1, e.term
             last = self._write(entries)
         if self._sync and wait:
@@ -197,15 +208,19 @@ class MmapStore:
     def _check_bodies(self, bodies: Iterable[bytes]) -> None:
         longest = max(map(len, bodies))
         if longest > self._max_body:
-            raise StoreError(f"entry body of {longest} bytes exceeds the {self._max_body} bytes a data "
-                             f"segment of {self._data.segment_size} bytes holds: raise data_segment_size")
+            raise StoreError(
+                f"entry body of {longest} bytes exceeds the {self._max_body} bytes a data "
+                f"segment of {self._data.segment_size} bytes holds: raise data_segment_size"
+            )
 
     def _check_writable(self) -> None:
         if self._closed:
             raise StoreError("store is closed")
         if self._disk_full:
-            raise DiskFullError(f"disk holding {self.directory} is above the disk-full ratio: "
-                                f"appends are refused until space is freed")
+            raise DiskFullError(
+                f"disk holding {self.directory} is above the disk-full ratio: "
+                f"appends are refused until space is freed"
+            )
 
     def _write(self, entries: Sequence[Entry]) -> int:
         """Write `entries` (indexes from `end_index + 1` on) after the end and keep them in
@@ -234,9 +249,9 @@ class MmapStore:
                 hdr = pack(magic, size, idx, term, pos, channel, 0, crc(body), len(body))
                 chain = crc(hdr, chain)
                 rel = pos - base
-                mm[rel:rel + HEADER_SIZE] = hdr
+                mm[rel : rel + HEADER_SIZE] = hdr
                 cpack(mm, rel + CHAIN_OFFSET, chain)
-                mm[rel + HEADER_SIZE:rel + size] = body
+                mm[rel + HEADER_SIZE : rel + size] = body
                 ipack(imm, ioff - ibase, magic, pos, size, idx, term)
                 pos += size
                 nbytes += size
@@ -249,7 +264,7 @@ class MmapStore:
                 self._write_pos = pos
                 if self._begin_index < 0:
                     self._begin_index = first
-                self._keep_tail(entries[:idx - first] if idx - first < len(entries) else entries, nbytes)
+                self._keep_tail(entries[: idx - first] if idx - first < len(entries) else entries, nbytes)
         return idx - 1
 
     def _keep_tail(self, entries: Sequence[Entry], nbytes: int) -> None:
@@ -292,7 +307,7 @@ class MmapStore:
                 return []
             tail_first = self._tail_first
             if first >= tail_first:
-                return self._tail[first - tail_first:last - tail_first + 1]
+                return self._tail[first - tail_first : last - tail_first + 1]
             out = []
             chain = self._prev_chain(first)
             for i in range(first, last + 1):
@@ -311,8 +326,7 @@ class MmapStore:
         if self._closed:
             raise StoreError("store is closed")
         if not self._begin_index <= index <= self._end_index or index < 0:
-            raise StoreError(f"index {index} is not stored (stored: {self._begin_index}.."
-                             f"{self._end_index})")
+            raise StoreError(f"index {index} is not stored (stored: {self._begin_index}..{self._end_index})")
 
     def _slot(self, index: int) -> tuple[int, int, int, int, int]:
         off = index * INDEX_SIZE
@@ -337,12 +351,12 @@ class MmapStore:
         magic, pos, size, _, term = self._slot(index)
         seg = self._data.find(pos)
         rel = pos - seg.offset
-        hdr = seg.mm[rel:rel + HEADER_SIZE]
+        hdr = seg.mm[rel : rel + HEADER_SIZE]
         hmagic, hsize, hindex, hterm, hpos, channel, chain, bcrc, _ = HEADER.unpack(hdr)
         where = f"entry {index} at pos {pos} in {seg.path}"
         if (hmagic, hsize, hindex, hterm, hpos) != (magic, size, index, term, pos):
             raise CorruptEntryError(f"{where}: header disagrees with its index slot")
-        body = seg.mm[rel + HEADER_SIZE:rel + size]
+        body = seg.mm[rel + HEADER_SIZE : rel + size]
         if zlib.crc32(body) != bcrc:
             raise CorruptEntryError(f"{where} fails its body CRC")
         if prev_chain is not None and chain_crc(hdr, prev_chain) != chain:
@@ -362,8 +376,10 @@ class MmapStore:
             if index < self._committed:
                 raise StoreError(f"cannot truncate after {index}: index {self._committed} is committed")
             if index < self._begin_index and self._begin_index > 0:
-                raise StoreError(f"cannot truncate after {index}: the log begins at {self._begin_index} "
-                                 f"(retention deleted the entries before it)")
+                raise StoreError(
+                    f"cannot truncate after {index}: the log begins at {self._begin_index} "
+                    f"(retention deleted the entries before it)"
+                )
             new_pos = self._slot(index + 1)[1]
             old_pos, old_end = self._write_pos, self._end_index
             seg = self._data.find(new_pos)
@@ -442,7 +458,7 @@ class MmapStore:
         with self._flusher.lock, self._lock:
             if self._closed:
                 return removed
-            deletable = self._data.segments[:self._deletable()]
+            deletable = self._data.segments[: self._deletable()]
             mtimes = [seg.path.stat().st_mtime for seg in deletable]
             removed += self._drop_oldest(policy.expired(mtimes, now))
             ratio = policy.disk_usage(self.directory)

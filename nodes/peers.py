@@ -114,7 +114,8 @@ class PeerLink:
             try:
                 transport, protocol = await asyncio.wait_for(
                     loop.create_connection(lambda: _LinkProtocol(self), self.address.host, self.address.port),
-                    CONNECT_TIMEOUT_S)
+                    CONNECT_TIMEOUT_S,
+                )
             except (OSError, TimeoutError) as exc:
                 if was_up:
                     log.info("link to %s at %s down: %s", self.peer, self.address, exc)

@@ -30,15 +30,22 @@ class PeerHello:
 
 
 WIRE_TYPES: dict[int, type] = {
-    1: MetadataRequest, 2: m.MetadataResponse,
-    3: AppendRequest, 4: m.AppendResponse,
-    5: GetRequest, 6: m.ReadResponse,
-    7: LeadershipTransferRequest, 8: m.TransferResponse,
+    1: MetadataRequest,
+    2: m.MetadataResponse,
+    3: AppendRequest,
+    4: m.AppendResponse,
+    5: GetRequest,
+    6: m.ReadResponse,
+    7: LeadershipTransferRequest,
+    8: m.TransferResponse,
     9: ErrorResponse,
     64: PeerHello,
-    65: m.VoteRequest, 66: m.VoteResponse,
-    67: m.HeartbeatRequest, 68: m.HeartbeatResponse,
-    69: m.PushRequest, 70: m.PushResponse,
+    65: m.VoteRequest,
+    66: m.VoteResponse,
+    67: m.HeartbeatRequest,
+    68: m.HeartbeatResponse,
+    69: m.PushRequest,
+    70: m.PushResponse,
     71: m.TransferRequest,
 }
 FIRST_PEER_TYPE = 64

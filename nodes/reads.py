@@ -20,8 +20,19 @@ from nodes.messages import ResponseCode
 class Confirmations:
     """Which heartbeat round a quorum acknowledged, when it was sent, and the current round's tally."""
 
-    __slots__ = ("_acked", "_answered_by", "_quorum", "_sent", "answered", "confirmed_at", "confirmed_seq",
-                 "inconsistent", "last_seq", "not_ready", "success")
+    __slots__ = (
+        "_acked",
+        "_answered_by",
+        "_quorum",
+        "_sent",
+        "answered",
+        "confirmed_at",
+        "confirmed_seq",
+        "inconsistent",
+        "last_seq",
+        "not_ready",
+        "success",
+    )
 
     def __init__(self, others: list[str], quorum: int, now: float) -> None:
         self._acked = dict.fromkeys(others, -1)

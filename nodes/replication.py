@@ -82,8 +82,17 @@ class Dispatcher:
         self._wait_seq = -1
         self._retry_at = now + retry_ms
 
-    def pump(self, now: float, store: LogStore, term: int, leader: str, commit: int, timing: Timing,
-             next_seq: Callable[[], int], send: Callable[[str, PushRequest], None]) -> None:
+    def pump(
+        self,
+        now: float,
+        store: LogStore,
+        term: int,
+        leader: str,
+        commit: int,
+        timing: Timing,
+        next_seq: Callable[[], int],
+        send: Callable[[str, PushRequest], None],
+    ) -> None:
         """Send whatever this state allows now (and resend what timed out)."""
         if now < self._retry_at:
             return
@@ -94,8 +103,9 @@ class Dispatcher:
             self.compare_index = index
             seq = next_seq()
             self._wait_seq, self._wait_sent_at = seq, now
-            send(self.peer, PushRequest(term, leader, seq, self.state, index, store.term_at(index),
-                                        commit, []))
+            send(
+                self.peer, PushRequest(term, leader, seq, self.state, index, store.term_at(index), commit, [])
+            )
             return
         inflight = self._inflight
         if inflight and now - inflight[0].sent_at >= timing.push_timeout_ms:
@@ -115,8 +125,12 @@ class Dispatcher:
             entries = entries[:cut] if cut < len(entries) else entries
             seq = next_seq()
             last = entries[-1].index
-            send(self.peer, PushRequest(term, leader, seq, PushType.APPEND, first - 1,
-                                        store.term_at(first - 1), commit, entries))
+            send(
+                self.peer,
+                PushRequest(
+                    term, leader, seq, PushType.APPEND, first - 1, store.term_at(first - 1), commit, entries
+                ),
+            )
             inflight.append(_Inflight(seq, last, now))
             self.next_index = last + 1
             self._sent_commit, self._sent_commit_at = commit, now
@@ -224,8 +238,11 @@ def handle_push(store: LogStore, req: PushRequest, commit: int, verified: int) -
     end = store.end_index
     if entries[0].index <= end:
         k = 0
-        while k < len(entries) and entries[k].index <= end \
-                and store.term_at(entries[k].index) == entries[k].term:
+        while (
+            k < len(entries)
+            and entries[k].index <= end
+            and store.term_at(entries[k].index) == entries[k].term
+        ):
             k += 1
         if k < len(entries) and entries[k].index <= end:
             _truncate(store, entries[k].index - 1, commit)

@@ -103,8 +103,10 @@ class _Connection(asyncio.Protocol):
                 server.on_frame(self, frame.msg_type, frame.request_id, frame.payload)
             except CodecError as exc:
                 log.warning("bad frame (type %d) from %s: %s", frame.msg_type, self.peer or self.name, exc)
-                self.reply(frame.request_id, ErrorResponse(m.ResponseCode.UNEXPECTED_ARGUMENT,
-                                                           server.core.leader, str(exc)))
+                self.reply(
+                    frame.request_id,
+                    ErrorResponse(m.ResponseCode.UNEXPECTED_ARGUMENT, server.core.leader, str(exc)),
+                )
         server.schedule_drive()
 
     def reply(self, request_id: int, message: Any) -> None:
@@ -138,21 +140,38 @@ class NodeServer:
         self.events = EventLog(data_dir, config.node, self.clock)
         # The store never waits for fsync inside an append: in sync mode the core acks only
         # what `flushed_index` covers, and `_drive` runs group-commit flushes.
-        self.store = MmapStore(data_dir, data_segment_size=config.data_segment_size,
-                               index_segment_size=config.index_segment_size, flush="async")
+        self.store = MmapStore(
+            data_dir,
+            data_segment_size=config.data_segment_size,
+            index_segment_size=config.index_segment_size,
+            flush="async",
+        )
         log.info("store recovered: %s", self.store.recovery.summary())
         committed = min(load_checkpoint(data_dir), self.store.end_index)
         if committed > self.store.committed_index:
             self.store.set_committed(committed)
         state = load_term(data_dir)
         self._persisted = state
-        core_config = CoreConfig(timing=config.timing, flush=config.flush,
-                                 lease_guard=config.read_mode is m.ReadMode.LEASE,
-                                 preferred_leader=config.preferred_leader)
-        self.core = Core(config.node, list(config.peers), self.store, state.term, state.vote_for,
-                         core_config, now=self.clock.now_ms())
-        self.links = {peer: PeerLink(config.node, config.group, peer, addr, self.codec)
-                      for peer, addr in config.peers.items() if peer != config.node}
+        core_config = CoreConfig(
+            timing=config.timing,
+            flush=config.flush,
+            lease_guard=config.read_mode is m.ReadMode.LEASE,
+            preferred_leader=config.preferred_leader,
+        )
+        self.core = Core(
+            config.node,
+            list(config.peers),
+            self.store,
+            state.term,
+            state.vote_for,
+            core_config,
+            now=self.clock.now_ms(),
+        )
+        self.links = {
+            peer: PeerLink(config.node, config.group, peer, addr, self.codec)
+            for peer, addr in config.peers.items()
+            if peer != config.node
+        }
         self.connections: set[_Connection] = set()
         self._pending: dict[int, list[_Waiter]] = {}
         self._batch: list[_Waiter] = []  # appends of this loop turn, handed to the core together
@@ -170,11 +189,19 @@ class NodeServer:
         """Serve until `stop` is set, then close everything gracefully."""
         loop = asyncio.get_running_loop()
         me = self.config.peers[self.config.node]
-        self._server = await loop.create_server(lambda: _Connection(self), self.config.listen_host, me.port,
-                                                reuse_address=True)
+        self._server = await loop.create_server(
+            lambda: _Connection(self), self.config.listen_host, me.port, reuse_address=True
+        )
         peers = ", ".join(f"{p}={a}" for p, a in self.config.peers.items())
-        log.info("%s listening on %s:%d, peers %s, flush %s, read mode %s", self.config.node,
-                 self.config.listen_host, me.port, peers, self.config.flush, self.config.read_mode.label)
+        log.info(
+            "%s listening on %s:%d, peers %s, flush %s, read mode %s",
+            self.config.node,
+            self.config.listen_host,
+            me.port,
+            peers,
+            self.config.flush,
+            self.config.read_mode.label,
+        )
         for link in self.links.values():
             link.start()
         ticker = loop.create_task(self._tick_loop(stop), name="tick")
@@ -229,21 +256,31 @@ class NodeServer:
             return
         handler = self._client_handlers.get(type(message))
         if handler is None:
-            conn.reply(request_id, ErrorResponse(m.ResponseCode.UNSUPPORTED, self.core.leader,
-                                                 f"{type(message).__name__} is not a request"))
+            conn.reply(
+                request_id,
+                ErrorResponse(
+                    m.ResponseCode.UNSUPPORTED, self.core.leader, f"{type(message).__name__} is not a request"
+                ),
+            )
             return
         if message.group and message.group != self.config.group:
-            conn.reply(request_id, ErrorResponse(m.ResponseCode.UNKNOWN_GROUP, None,
-                                                 f"this node serves group {self.config.group!r}, "
-                                                 f"not {message.group!r}"))
+            conn.reply(
+                request_id,
+                ErrorResponse(
+                    m.ResponseCode.UNKNOWN_GROUP,
+                    None,
+                    f"this node serves group {self.config.group!r}, not {message.group!r}",
+                ),
+            )
             return
         handler(self, conn, request_id, message)
 
     def _on_peer_frame(self, conn: _Connection, message: Any) -> None:
         if isinstance(message, PeerHello):
             if message.node not in self.links or message.group != self.config.group:
-                log.warning("refusing peer hello from %s: node %r group %r", conn.name, message.node,
-                            message.group)
+                log.warning(
+                    "refusing peer hello from %s: node %r group %r", conn.name, message.node, message.group
+                )
                 conn.close()
                 return
             conn.peer = message.node
@@ -265,8 +302,12 @@ class NodeServer:
 
     def _on_append(self, conn: _Connection, request_id: int, req: AppendRequest) -> None:
         if not req.bodies:
-            conn.reply(request_id, ErrorResponse(m.ResponseCode.UNEXPECTED_ARGUMENT, self.core.leader,
-                                                 "an append needs at least one body"))
+            conn.reply(
+                request_id,
+                ErrorResponse(
+                    m.ResponseCode.UNEXPECTED_ARGUMENT, self.core.leader, "an append needs at least one body"
+                ),
+            )
             return
         self._batch.append(_Waiter(conn, request_id, len(req.bodies)))
         self._batch_bodies.extend(req.bodies)
@@ -275,14 +316,20 @@ class NodeServer:
         try:
             mode = m.ReadMode.parse(req.mode) if req.mode else self.config.read_mode
         except ValueError as exc:
-            conn.reply(request_id, ErrorResponse(m.ResponseCode.UNEXPECTED_ARGUMENT, self.core.leader,
-                                                 str(exc)))
+            conn.reply(
+                request_id, ErrorResponse(m.ResponseCode.UNEXPECTED_ARGUMENT, self.core.leader, str(exc))
+            )
             return
         if req.first < 0 or req.last < req.first or req.last - req.first >= MAX_READ_ENTRIES:
-            conn.reply(request_id, ErrorResponse(
-                m.ResponseCode.UNEXPECTED_ARGUMENT, self.core.leader,
-                f"range {req.first}..{req.last}: need 0 <= first <= last, at most {MAX_READ_ENTRIES} "
-                "entries"))
+            conn.reply(
+                request_id,
+                ErrorResponse(
+                    m.ResponseCode.UNEXPECTED_ARGUMENT,
+                    self.core.leader,
+                    f"range {req.first}..{req.last}: need 0 <= first <= last, at most {MAX_READ_ENTRIES} "
+                    "entries",
+                ),
+            )
             return
         token = self._token([_Waiter(conn, request_id)])
         self.core.client_read(token, req.first, req.last, mode, self.clock.now_ms())
@@ -291,8 +338,10 @@ class NodeServer:
         self.core.client_transfer(self._token([_Waiter(conn, request_id)]), req.to, self.clock.now_ms())
 
     _client_handlers: ClassVar[dict[type, Any]] = {
-        MetadataRequest: _on_metadata, AppendRequest: _on_append,
-        GetRequest: _on_get, LeadershipTransferRequest: _on_transfer,
+        MetadataRequest: _on_metadata,
+        AppendRequest: _on_append,
+        GetRequest: _on_get,
+        LeadershipTransferRequest: _on_transfer,
     }
 
     # ---- outputs -----------------------------------------------------------------------
@@ -355,4 +404,3 @@ class NodeServer:
             self.events.role(change.term, change.role.value, change.leader)
         if ready.commit_index is not None:
             self.events.commit(self.core.term, ready.commit_index)
-

@@ -84,7 +84,7 @@ class FrameParser:
                 total = _LENGTH.size + length
                 if end - pos < total:
                     break
-                frames.append(Frame(msg_type, request_id, bytes(view[pos + header:pos + total])))
+                frames.append(Frame(msg_type, request_id, bytes(view[pos + header : pos + total])))
                 pos += total
         if pos:
             del buf[:pos]

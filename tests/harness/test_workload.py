@@ -38,7 +38,7 @@ class ScriptedLog:
 
     def get(self, first, last):
         with self.lock:
-            return ReadResult(self.entries[first:last + 1], len(self.entries) - 1, "n2")
+            return ReadResult(self.entries[first : last + 1], len(self.entries) - 1, "n2")
 
     def close(self):
         self.closed += 1
@@ -49,8 +49,9 @@ def run_workload(tmp_path, ops_wanted=400):
     state = WorkloadState()
     path = tmp_path / "history.jsonl"
     with History(path) as history:
-        threads = start_workers(4, seed=9, rate=0, mix=Mix(payload_size=32), history=history,
-                                state=state, connect=log.connect)
+        threads = start_workers(
+            4, seed=9, rate=0, mix=Mix(payload_size=32), history=history, state=state, connect=log.connect
+        )
         while sum(history.counts.values()) < ops_wanted and all(t.is_alive() for t in threads):
             threads[0].join(0.01)
         state.stop.set()
