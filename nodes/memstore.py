@@ -61,8 +61,10 @@ class MemStore:
         expected, term = len(self._log), self.end_term
         for e in entries:
             if e.index != expected or e.term < term:
-                raise StoreError(f"append of index {e.index} term {e.term} does not continue "
-                                 f"the log (next index {expected}, last term {term})")
+                raise StoreError(
+                    f"append of index {e.index} term {e.term} does not continue "
+                    f"the log (next index {expected}, last term {term})"
+                )
             expected, term = expected + 1, e.term
         self._log.extend(entries)
 
@@ -72,7 +74,7 @@ class MemStore:
         return self._log[index]
 
     def get_range(self, first: int, last: int) -> list[Entry]:
-        return self._log[max(first, 0):last + 1]
+        return self._log[max(first, 0) : last + 1]
 
     def term_at(self, index: int) -> int:
         if index == -1:
@@ -81,9 +83,10 @@ class MemStore:
 
     def truncate_after(self, index: int) -> None:
         if index < self._committed:
-            raise StoreError(f"truncate after {index} would drop committed entries "
-                             f"(committed {self._committed})")
-        del self._log[index + 1:]
+            raise StoreError(
+                f"truncate after {index} would drop committed entries (committed {self._committed})"
+            )
+        del self._log[index + 1 :]
         self._dirty_from = min(self._dirty_from, index + 1)
         self._flushed = min(self._flushed, index)
 
