@@ -65,6 +65,7 @@ def fakes() -> Iterator[Callable[..., dict[str, Address]]]:
         nodes = {name: FakeNode(script) for name, script in scripts.items()}
         started.extend(nodes.values())
         return {name: node.address for name, node in nodes.items()}
+
     yield start
     for node in started:
         node.close()
@@ -89,8 +90,10 @@ def test_append_follows_not_leader_to_the_leader(fakes):
 
 
 def test_no_node_answering_is_a_definite_failure_naming_the_nodes():
-    with Client({"n1": closed_port(), "n2": closed_port()}, timeout=0.3) as client, \
-            pytest.raises(DefiniteFailure, match="no node answered") as err:
+    with (
+        Client({"n1": closed_port(), "n2": closed_port()}, timeout=0.3) as client,
+        pytest.raises(DefiniteFailure, match="no node answered") as err,
+    ):
         client.append(b"x")
     assert err.value.code == ResponseCode.NETWORK_ERROR
 
@@ -107,10 +110,15 @@ def test_connection_lost_after_sending_is_indeterminate(fakes):
         client.append(b"x")
 
 
-@pytest.mark.parametrize("code, kind", [(ResponseCode.WAIT_QUORUM_ACK_TIMEOUT, IndeterminateFailure),
-                                        (ResponseCode.TERM_CHANGED, IndeterminateFailure),
-                                        (ResponseCode.LEADER_PENDING_FULL, DefiniteFailure),
-                                        (ResponseCode.LEADER_TRANSFERRING, DefiniteFailure)])
+@pytest.mark.parametrize(
+    "code, kind",
+    [
+        (ResponseCode.WAIT_QUORUM_ACK_TIMEOUT, IndeterminateFailure),
+        (ResponseCode.TERM_CHANGED, IndeterminateFailure),
+        (ResponseCode.LEADER_PENDING_FULL, DefiniteFailure),
+        (ResponseCode.LEADER_TRANSFERRING, DefiniteFailure),
+    ],
+)
 def test_append_codes_map_to_failure_kinds(fakes, code, kind):
     peers = fakes(n1=append_reply(code, "n1"))
     with Client(peers, timeout=1) as client, pytest.raises(kind) as err:
