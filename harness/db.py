@@ -107,7 +107,11 @@ class Db:
     def __enter__(self) -> Db:
         if threading.current_thread() is threading.main_thread():
             self._previous_sigterm = signal.signal(signal.SIGTERM, _interrupt)
-        self.setup()
+        try:
+            self.setup()
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
