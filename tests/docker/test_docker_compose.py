@@ -57,10 +57,21 @@ def bodies_on(peers: str, node: str, first: int, last: int) -> list[str]:
     return bodies if len(bodies) == last - first + 1 else []
 
 
+def free_subnet(client: docker.DockerClient) -> str:
+    """The first three octets of a 10.205.x.0/24 no Docker network uses (DLEDGER_NET)."""
+    taken = {
+        config.get("Subnet", "")
+        for network in client.networks.list()
+        for config in (network.attrs.get("IPAM") or {}).get("Config") or []
+    }
+    return next(f"10.205.{x}" for x in range(11, 255) if f"10.205.{x}.0/24" not in taken)
+
+
 def test_compose_cluster_takes_appends_and_serves_reads_from_every_node(
         docker_client: docker.DockerClient, node_image: str, node_serve: None) -> None:
     ports = free_ports(len(NAMES))
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", **{f"N{i}_PORT": str(p) for i, p in enumerate(ports, 1)}}
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "DLEDGER_NET": free_subnet(docker_client),
+           **{f"N{i}_PORT": str(p) for i, p in enumerate(ports, 1)}}
     project = f"dlc-compose-{secrets.token_hex(3)}"
     compose = [*compose_command(), "-p", project, "-f", str(REPO / "docker-compose.yml")]
     peers = ",".join(f"{name}=127.0.0.1:{port}" for name, port in zip(NAMES, ports, strict=True))
