@@ -7,7 +7,7 @@ store used by the deterministic simulator. Log indexes start at 0; an empty log 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -36,6 +36,25 @@ class StoreError(Exception):
 
 class DiskFullError(StoreError):
     """Disk use is above the reject ratio: DLedger answers DISK_FULL."""
+
+
+class EntryTooLargeError(StoreError):
+    """An entry body larger than the store can hold (nothing was appended)."""
+
+
+def within_bytes(entries: Iterable[Entry], max_bytes: int | None) -> list[Entry]:
+    """`entries` from the first on while their bodies add up to at most `max_bytes` (the
+    first always); all of them when `max_bytes` is None. Stops reading at the first left out."""
+    if max_bytes is None:
+        return entries if isinstance(entries, list) else list(entries)
+    out: list[Entry] = []
+    total = 0
+    for entry in entries:
+        total += len(entry.body)
+        if total > max_bytes and out:
+            break
+        out.append(entry)
+    return out
 
 
 class LogStore(Protocol):
@@ -82,8 +101,9 @@ class LogStore(Protocol):
         """The entry at `index`; StoreError if it is not stored."""
         ...
 
-    def get_range(self, first: int, last: int) -> list[Entry]:
-        """Entries `first..last` inclusive, clipped to what is stored."""
+    def get_range(self, first: int, last: int, max_bytes: int | None = None) -> list[Entry]:
+        """Entries `first..last` inclusive, clipped to what is stored and cut as `within_bytes`
+        does to bodies of at most `max_bytes` (the first entry always)."""
         ...
 
     def term_at(self, index: int) -> int:

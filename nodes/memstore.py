@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nodes.logstore import MAGIC_NORMAL, Entry, StoreError
+from nodes.logstore import MAGIC_NORMAL, Entry, StoreError, within_bytes
 
 
 class MemStore:
@@ -73,8 +73,8 @@ class MemStore:
             raise StoreError(f"index {index} is not stored (log ends at {self.end_index})")
         return self._log[index]
 
-    def get_range(self, first: int, last: int) -> list[Entry]:
-        return self._log[max(first, 0) : last + 1]
+    def get_range(self, first: int, last: int, max_bytes: int | None = None) -> list[Entry]:
+        return within_bytes(self._log[max(first, 0) : last + 1], max_bytes)
 
     def term_at(self, index: int) -> int:
         if index == -1:

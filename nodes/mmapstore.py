@@ -28,7 +28,7 @@ from __future__ import annotations
 import threading
 import time
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -46,7 +46,7 @@ from nodes.entrycodec import (
 )
 from nodes.entryscan import ENTRY_MAGICS
 from nodes.flush import Flusher, Ticker
-from nodes.logstore import MAGIC_NORMAL, DiskFullError, Entry, StoreError
+from nodes.logstore import MAGIC_NORMAL, DiskFullError, Entry, EntryTooLargeError, StoreError, within_bytes
 from nodes.recovery import LogState, RecoveryReport, recover
 from nodes.retention import RetentionPolicy
 from nodes.segments import SegmentList
@@ -149,6 +149,11 @@ class MmapStore:
         return min(self._flusher.flushed_index, self._end_index)
 
     @property
+    def max_body(self) -> int:
+        """The largest entry body a data segment holds."""
+        return self._max_body
+
+    @property
     def disk_full(self) -> bool:
         """Whether appends are refused with DiskFullError (set by the last `clean`)."""
         return self._disk_full
@@ -208,7 +213,7 @@ class MmapStore:
     def _check_bodies(self, bodies: Iterable[bytes]) -> None:
         longest = max(map(len, bodies))
         if longest > self._max_body:
-            raise StoreError(
+            raise EntryTooLargeError(
                 f"entry body of {longest} bytes exceeds the {self._max_body} bytes a data "
                 f"segment of {self._data.segment_size} bytes holds: raise data_segment_size"
             )
@@ -298,7 +303,7 @@ class MmapStore:
                 return self._tail[index - self._tail_first]
             return self._read(index, self._prev_chain(index))[0]
 
-    def get_range(self, first: int, last: int) -> list[Entry]:
+    def get_range(self, first: int, last: int, max_bytes: int | None = None) -> list[Entry]:
         with self._lock:
             if self._closed:
                 raise StoreError("store is closed")
@@ -307,13 +312,15 @@ class MmapStore:
                 return []
             tail_first = self._tail_first
             if first >= tail_first:
-                return self._tail[first - tail_first : last - tail_first + 1]
-            out = []
-            chain = self._prev_chain(first)
-            for i in range(first, last + 1):
-                entry, chain = self._read(i, chain)
-                out.append(entry)
-            return out
+                return within_bytes(self._tail[first - tail_first : last - tail_first + 1], max_bytes)
+            return within_bytes(self._read_range(first, last), max_bytes)
+
+    def _read_range(self, first: int, last: int) -> Iterator[Entry]:
+        """Entries `first..last` read from the files one by one (the caller holds the lock)."""
+        chain = self._prev_chain(first)
+        for i in range(first, last + 1):
+            entry, chain = self._read(i, chain)
+            yield entry
 
     def term_at(self, index: int) -> int:
         if index == -1:

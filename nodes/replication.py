@@ -115,14 +115,10 @@ class Dispatcher:
         end = store.end_index
         while len(inflight) < timing.max_inflight_pushes and self.next_index <= end:
             first = self.next_index
-            entries = store.get_range(first, min(end, first + timing.max_batch_entries - 1))
-            size, cut = 0, len(entries)
-            for i, entry in enumerate(entries):
-                size += len(entry.body)
-                if size > timing.max_batch_bytes and i > 0:
-                    cut = i
-                    break
-            entries = entries[:cut] if cut < len(entries) else entries
+            # at most max_batch_bytes of bodies, but always one entry: a push never stalls
+            entries = store.get_range(
+                first, min(end, first + timing.max_batch_entries - 1), timing.max_batch_bytes
+            )
             seq = next_seq()
             last = entries[-1].index
             send(
