@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from nodes.election import ParseResult, Role, VoteRound, VoterView, judge_heartbeat, judge_vote
-from nodes.logstore import MAGIC_NOOP, DiskFullError, Entry, LogStore
+from nodes.logstore import MAGIC_NOOP, DiskFullError, EntryTooLargeError, LogStore, StoreError
 from nodes.messages import (
     AppendResponse,
     ClientResponse,
@@ -65,6 +65,16 @@ from nodes.transfer import LeaderTransfer, TakeLeadership, refusal
 FLUSH_POLICIES = ("sync", "async")
 
 
+def _store_refusal(exc: StoreError) -> ResponseCode:
+    """The answer to an append the store refused: DISK_FULL and UNEXPECTED_ARGUMENT (a body
+    too large) are definite; any other store error leaves the outcome unknown (DISK_ERROR)."""
+    if isinstance(exc, DiskFullError):
+        return ResponseCode.DISK_FULL
+    if isinstance(exc, EntryTooLargeError):
+        return ResponseCode.UNEXPECTED_ARGUMENT
+    return ResponseCode.DISK_ERROR
+
+
 @dataclass(frozen=True, slots=True)
 class CoreConfig:
     """How a core behaves beyond its timing.
@@ -73,12 +83,15 @@ class CoreConfig:
     a live leader within `timing.leader_lost_ms` refuse higher-term candidates (except a
     transferee), which is what makes `lease` reads safe; without it lease reads answer
     UNSUPPORTED. `preferred_leader`: a leader hands over to this peer when it is caught up.
+    `max_read_bytes`: a read answers with entries whose bodies add up to at most this (the
+    first entry always) and says in `last_index` where it stopped; None for no limit.
     """
 
     timing: Timing = field(default_factory=Timing)
     flush: str = "sync"
     lease_guard: bool = False
     preferred_leader: str | None = None
+    max_read_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if self.flush not in FLUSH_POLICIES:
@@ -237,8 +250,8 @@ class Core:
             return
         try:
             indexes = self.store.append_many(self.term, bodies)
-        except DiskFullError:
-            self._complete(request_id, AppendResponse(ResponseCode.DISK_FULL, self.term, -1, -1, self.leader))
+        except StoreError as exc:
+            self._complete(request_id, AppendResponse(_store_refusal(exc), self.term, -1, -1, self.leader))
             return
         first, last = indexes.start, indexes.stop - 1
         self._pending.append(_PendingAppend(last, request_id, first, now + self.timing.append_timeout_ms))
@@ -257,8 +270,7 @@ class Core:
             self._complete_read(request_id, first, last)
             return
         if mode is ReadMode.UNSAFE:
-            entries = read_range(self.store, first, last, self.store.end_index)
-            self._reply_read(request_id, ResponseCode.SUCCESS, entries)
+            self._complete_read(request_id, first, last, self.store.end_index)
             return
         if mode is ReadMode.LEASE:
             if not self.config.lease_guard:
@@ -708,12 +720,17 @@ class Core:
                 waiting.append(r)
         self._reads = waiting
 
-    def _complete_read(self, request_id: int, first: int, last: int) -> None:
-        entries = read_range(self.store, first, last, self.commit_index)
-        self._reply_read(request_id, ResponseCode.SUCCESS, entries)
+    def _complete_read(self, request_id: int, first: int, last: int, limit: int | None = None) -> None:
+        """Answer a read with the entries of `first..last` up to `limit` (default: the commit index)."""
+        top = self.commit_index if limit is None else limit
+        entries, covered = read_range(self.store, first, last, top, self.config.max_read_bytes)
+        self._complete(
+            request_id, ReadResponse(ResponseCode.SUCCESS, entries, self.commit_index, self.leader, covered)
+        )
 
-    def _reply_read(self, request_id: int, code: ResponseCode, entries: list[Entry] | None = None) -> None:
-        self._complete(request_id, ReadResponse(code, entries or [], self.commit_index, self.leader))
+    def _reply_read(self, request_id: int, code: ResponseCode) -> None:
+        """Refuse a read with `code`."""
+        self._complete(request_id, ReadResponse(code, [], self.commit_index, self.leader, -1))
 
     # ---- leadership transfer ---------------------------------------------------------
 

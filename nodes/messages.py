@@ -7,10 +7,11 @@ Peer messages travel one way: a response names the request it answers by echoing
 `seq`. The sender of a message is known to the driver (the connection it came on) and is
 passed to `Core.receive` beside it, so responses do not repeat it.
 
-Append outcomes: SUCCESS is definite; NOT_LEADER, LEADER_PENDING_FULL, LEADER_TRANSFERRING
-and DISK_FULL are definite refusals (nothing was appended); TERM_CHANGED and
-WAIT_QUORUM_ACK_TIMEOUT are *indeterminate* (the entry may still commit under a later
-leader), so a client must record them as unknown, not failed.
+Append outcomes: SUCCESS is definite; NOT_LEADER, LEADER_PENDING_FULL, LEADER_TRANSFERRING,
+DISK_FULL and UNEXPECTED_ARGUMENT (a body too large) are definite refusals (nothing was
+appended); TERM_CHANGED, WAIT_QUORUM_ACK_TIMEOUT and DISK_ERROR are *indeterminate* (the
+entry may still commit under a later leader), so a client must record them as unknown, not
+failed.
 """
 
 from __future__ import annotations
@@ -227,13 +228,16 @@ class ReadResponse:
     """Outcome of `Core.client_read`: the entries of the range the mode allows.
 
     `commit_index` is the serving node's commit index when it answered; for the
-    `unsafe` mode `entries` may go beyond it.
+    `unsafe` mode `entries` may go beyond it. `last_index` (our addition) is the last index
+    of the asked range this answer covers: the asked last index, or the last entry's when
+    the entries were cut to fit one reply (ask again from the next index); -1 on a refusal.
     """
 
     code: ResponseCode
     entries: list[Entry]
     commit_index: int
     leader: str | None
+    last_index: int
 
 
 @dataclass(frozen=True, slots=True)

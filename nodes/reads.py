@@ -95,10 +95,17 @@ class PendingRead:
     deadline: float
 
 
-def read_range(store: LogStore, first: int, last: int, limit: int) -> list[Entry]:
-    """Stored entries `first..last`, cut at `limit` (the commit index, or the end for unsafe reads)."""
-    last = min(last, limit)
+def read_range(
+    store: LogStore, first: int, last: int, limit: int, max_bytes: int | None = None
+) -> tuple[list[Entry], int]:
+    """Stored entries `first..last`, cut at `limit` (the commit index, or the end for unsafe
+    reads) and to bodies of at most `max_bytes` (the first entry always); with the last index
+    of the range they answer for: `last`, or the last entry's when `max_bytes` cut them."""
+    top = min(last, limit)
     first = max(first, store.begin_index, 0)
-    if first > last:
-        return []
-    return store.get_range(first, last)
+    if first > top:
+        return [], last
+    entries = store.get_range(first, top, max_bytes)
+    if entries and entries[-1].index < min(top, store.end_index):
+        return entries, entries[-1].index
+    return entries, last

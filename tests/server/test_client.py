@@ -136,11 +136,13 @@ def test_not_leader_everywhere_until_the_deadline_is_definite(fakes):
 
 def test_read_is_retried_on_another_node_after_a_lost_reply(fakes):
     entry = Entry(4, 2, b"p1-1")
-    peers = fakes(n1=lambda _req: CLOSE, n2=lambda _req: ReadResponse(ResponseCode.SUCCESS, [entry], 4, "n2"))
+    peers = fakes(
+        n1=lambda _req: CLOSE, n2=lambda _req: ReadResponse(ResponseCode.SUCCESS, [entry], 4, "n2", 4)
+    )
     with Client(peers, timeout=2) as client:
         client.leader = "n1"
         result = client.get(4)
-        assert (result.entries, result.commit_index, result.node) == ([entry], 4, "n2")
+        assert (result.entries, result.commit_index, result.node, result.last_index) == ([entry], 4, "n2", 4)
 
 
 def test_metadata_learns_the_leader(fakes):
