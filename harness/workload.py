@@ -46,11 +46,12 @@ class WorkloadState:
             self.known_end = max(self.known_end, index)
 
 
-def read_value(first: int, last: int, result: ReadResult) -> dict:
-    """The history value of an ok read: the committed entries returned, as [index, id] pairs."""
+def read_value(first: int, result: ReadResult) -> dict:
+    """The history value of an ok read: the committed entries returned, as [index, id] pairs,
+    and the range they answer for (`to` below the asked one when the node cut its answer)."""
     return {
         "from": first,
-        "to": last,
+        "to": result.last_index,
         "commit_index": result.commit_index,
         "entries": [[e.index, payload_id(e.body)] for e in result.entries],
     }
@@ -114,7 +115,7 @@ class Worker:
             else:
                 first, last = op.value["from"], op.value["to"]
                 result = client.get(first, last)
-                h.complete(process, "ok", op.f, read_value(first, last, result), node=result.node)
+                h.complete(process, "ok", op.f, read_value(first, result), node=result.node)
         except DefiniteFailure as e:
             h.complete(process, "fail", op.f, op.value, error=str(e) or type(e).__name__)
         except IndeterminateFailure as e:

@@ -73,9 +73,13 @@ class AppendAck:
 
 @dataclass(frozen=True, slots=True)
 class ReadResult:
+    """The entries of `first..last_index`: `last_index` is below the asked last index when the
+    node cut its answer to fit one frame (ask again from `last_index + 1` for the rest)."""
+
     entries: list[Entry]
     commit_index: int
     node: str
+    last_index: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +229,8 @@ class Client:
     ) -> ReadResult:
         """Entries `first..last` (one when last is None) in the node's or the given read mode.
 
-        With `node`, ask that node only (no redirect); otherwise ask the leader.
+        With `node`, ask that node only (no redirect); otherwise ask the leader. A large range
+        may come back shorter: `last_index` says how far the answer goes.
         """
         request = GetRequest(first, first if last is None else last, self.group, mode)
         deadline = self._deadline(timeout)
@@ -235,7 +240,7 @@ class Client:
             node, reply = self._leader_call(request, ReadResponse, deadline, idempotent=True)
         if reply.code != Code.SUCCESS:
             raise DefiniteFailure(f"{node} answered {reply.code.name}", reply.code, reply.leader)
-        return ReadResult(reply.entries, reply.commit_index, node)
+        return ReadResult(reply.entries, reply.commit_index, node, reply.last_index)
 
     def transfer(self, to: str, timeout: float | None = None) -> TransferResult:
         """Ask the leader to hand leadership to `to`; returns once `to` leads."""

@@ -38,7 +38,7 @@ class ScriptedLog:
 
     def get(self, first, last):
         with self.lock:
-            return ReadResult(self.entries[first : last + 1], len(self.entries) - 1, "n2")
+            return ReadResult(self.entries[first : last + 1], len(self.entries) - 1, "n2", last)
 
     def close(self):
         self.closed += 1
