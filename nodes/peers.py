@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from nodes.codec import MessageCodec
+from nodes.codec import CodecError, MessageCodec
 from nodes.protocol import PeerHello
 from nodes.wire import frame_message
 
@@ -95,7 +95,13 @@ class PeerLink:
         if transport is None or transport.get_write_buffer_size() > MAX_BUFFERED:
             self.dropped += 1
             return
-        self._pending.append(frame_message(self._codec, message, 0))
+        try:
+            frame = frame_message(self._codec, message, 0)
+        except (ValueError, CodecError) as exc:  # e.g. an entry stored before bodies had a limit
+            self.dropped += 1
+            log.error("dropping %s for %s: %s", type(message).__name__, self.peer, exc)
+            return
+        self._pending.append(frame)
         if not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)

@@ -19,6 +19,8 @@ from nodes.clientapi import (
     MetadataRequest,
 )
 from nodes.codec import MessageCodec
+from nodes.logstore import Entry
+from nodes.wire import frame_room
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,3 +59,31 @@ def wire_codec() -> MessageCodec:
     for type_id, cls in WIRE_TYPES.items():
         codec.register(type_id, cls)
     return codec
+
+
+@dataclass(frozen=True, slots=True)
+class WireLimits:
+    """What one frame can carry whichever member leads.
+
+    `max_body`: the largest entry body that every re-encoding of it fits in a frame (a push
+    carrying it alone, a read answering with it alone). `max_read_bytes`: the body bytes a
+    read answer of the most entries a read may ask for can carry.
+    """
+
+    max_body: int
+    max_read_bytes: int
+
+
+def wire_limits(codec: MessageCodec, members: list[str], max_read_entries: int) -> WireLimits:
+    """The limits for a group of `members` whose reads ask for at most `max_read_entries`,
+    measured by encoding the messages with the longest member id as the leader."""
+    leader = max(members, key=lambda node: len(node.encode()))
+    empty = Entry(0, 0, b"")
+    push = m.PushRequest(0, leader, 0, m.PushType.APPEND, 0, 0, 0, [empty])
+    one = m.ReadResponse(m.ResponseCode.SUCCESS, [empty], 0, leader, 0)
+    none = m.ReadResponse(m.ResponseCode.SUCCESS, [], 0, leader, 0)
+    per_entry = frame_room(codec, none) - frame_room(codec, one)
+    return WireLimits(
+        max_body=min(frame_room(codec, push), frame_room(codec, one)),
+        max_read_bytes=frame_room(codec, none) - max_read_entries * per_entry,
+    )

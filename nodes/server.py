@@ -8,7 +8,11 @@ then send peer messages, then answer clients and write events.
 
 A frame that cannot be parsed closes its connection; a frame that parses but does not
 decode, or has an unknown type, is answered with `ErrorResponse`. Either way the node logs
-it and goes on: nothing from the wire reaches the store except through the core.
+it and goes on: nothing from the wire reaches the store except through the core. What a
+node sends must fit in a frame too: an append with a body larger than `max_body` (what
+fits in a data segment and in a push or a read answer carrying it alone) is refused with
+UNEXPECTED_ARGUMENT, a read answer is cut by bytes (its `last_index` says where), and a
+message that still cannot be framed is logged and dropped (see `_Connection.reply`).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from nodes.core import Core, CoreConfig, Ready
 from nodes.events import EventLog
 from nodes.mmapstore import DEFAULT_DATA_SEGMENT, DEFAULT_INDEX_SEGMENT, MmapStore
 from nodes.peers import Address, PeerLink
-from nodes.protocol import FIRST_PEER_TYPE, PeerHello, wire_codec
+from nodes.protocol import FIRST_PEER_TYPE, PeerHello, wire_codec, wire_limits
 from nodes.termfile import TermState, load_checkpoint, load_term, save_checkpoint, save_term
 from nodes.timing import Timing
 from nodes.wire import FrameError, FrameParser, frame_message
@@ -103,17 +107,37 @@ class _Connection(asyncio.Protocol):
                 server.on_frame(self, frame.msg_type, frame.request_id, frame.payload)
             except CodecError as exc:
                 log.warning("bad frame (type %d) from %s: %s", frame.msg_type, self.peer or self.name, exc)
-                self.reply(
-                    frame.request_id,
-                    ErrorResponse(m.ResponseCode.UNEXPECTED_ARGUMENT, server.core.leader, str(exc)),
-                )
+                server.refuse(self, frame.request_id, str(exc))
         server.schedule_drive()
 
     def reply(self, request_id: int, message: Any) -> None:
-        """Queue a reply; all replies of a loop turn go out in one write."""
+        """Queue a reply; all replies of a loop turn go out in one write.
+
+        A reply that cannot be framed (too large, or not encodable) is logged; a read then
+        gets an ErrorResponse instead, any other request a closed connection (the outcome of
+        an append must stay unknown to its client, not become a refusal).
+        """
         if self._transport is None:
             return
-        frame = frame_message(self._server.codec, message, request_id)
+        codec = self._server.codec
+        try:
+            frame = frame_message(codec, message, request_id)
+        except (ValueError, CodecError) as exc:
+            log.error(
+                "cannot answer request %d of %s with %s: %s",
+                request_id,
+                self.name,
+                type(message).__name__,
+                exc,
+            )
+            if not isinstance(message, m.ReadResponse):
+                self._flush()
+                self.close()
+                return
+            error = ErrorResponse(
+                m.ResponseCode.INTERNAL_ERROR, message.leader, f"the answer does not fit: {exc}"
+            )
+            frame = frame_message(codec, error, request_id)
         if not self._out:
             asyncio.get_running_loop().call_soon(self._flush)
         self._out.append(frame)
@@ -152,11 +176,15 @@ class NodeServer:
             self.store.set_committed(committed)
         state = load_term(data_dir)
         self._persisted = state
+        limits = wire_limits(self.codec, list(config.peers), MAX_READ_ENTRIES)
+        # An entry body must fit in a data segment and in every frame that carries it.
+        self.max_body = min(limits.max_body, self.store.max_body)
         core_config = CoreConfig(
             timing=config.timing,
             flush=config.flush,
             lease_guard=config.read_mode is m.ReadMode.LEASE,
             preferred_leader=config.preferred_leader,
+            max_read_bytes=limits.max_read_bytes,
         )
         self.core = Core(
             config.node,
@@ -256,11 +284,8 @@ class NodeServer:
             return
         handler = self._client_handlers.get(type(message))
         if handler is None:
-            conn.reply(
-                request_id,
-                ErrorResponse(
-                    m.ResponseCode.UNSUPPORTED, self.core.leader, f"{type(message).__name__} is not a request"
-                ),
+            self.refuse(
+                conn, request_id, f"{type(message).__name__} is not a request", m.ResponseCode.UNSUPPORTED
             )
             return
         if message.group and message.group != self.config.group:
@@ -300,14 +325,25 @@ class NodeServer:
     def _on_metadata(self, conn: _Connection, request_id: int, _req: MetadataRequest) -> None:
         conn.reply(request_id, self.core.metadata())
 
+    def refuse(
+        self,
+        conn: _Connection,
+        request_id: int,
+        text: str,
+        code: m.ResponseCode = m.ResponseCode.UNEXPECTED_ARGUMENT,
+    ) -> None:
+        """Answer a request the node cannot take with an ErrorResponse (a definite refusal)."""
+        conn.reply(request_id, ErrorResponse(code, self.core.leader, text))
+
     def _on_append(self, conn: _Connection, request_id: int, req: AppendRequest) -> None:
         if not req.bodies:
-            conn.reply(
-                request_id,
-                ErrorResponse(
-                    m.ResponseCode.UNEXPECTED_ARGUMENT, self.core.leader, "an append needs at least one body"
-                ),
-            )
+            self.refuse(conn, request_id, "an append needs at least one body")
+            return
+        longest = max(map(len, req.bodies))
+        if longest > self.max_body:
+            text = f"an entry body of {longest} bytes exceeds the {self.max_body}-byte limit"
+            log.warning("refusing an append from %s: %s", conn.name, text)
+            self.refuse(conn, request_id, text)
             return
         self._batch.append(_Waiter(conn, request_id, len(req.bodies)))
         self._batch_bodies.extend(req.bodies)
@@ -316,20 +352,13 @@ class NodeServer:
         try:
             mode = m.ReadMode.parse(req.mode) if req.mode else self.config.read_mode
         except ValueError as exc:
-            conn.reply(
-                request_id, ErrorResponse(m.ResponseCode.UNEXPECTED_ARGUMENT, self.core.leader, str(exc))
-            )
+            self.refuse(conn, request_id, str(exc))
             return
         if req.first < 0 or req.last < req.first or req.last - req.first >= MAX_READ_ENTRIES:
-            conn.reply(
-                request_id,
-                ErrorResponse(
-                    m.ResponseCode.UNEXPECTED_ARGUMENT,
-                    self.core.leader,
-                    f"range {req.first}..{req.last}: need 0 <= first <= last, at most {MAX_READ_ENTRIES} "
-                    "entries",
-                ),
+            text = (
+                f"range {req.first}..{req.last}: need 0 <= first <= last, at most {MAX_READ_ENTRIES} entries"
             )
+            self.refuse(conn, request_id, text)
             return
         token = self._token([_Waiter(conn, request_id)])
         self.core.client_read(token, req.first, req.last, mode, self.clock.now_ms())

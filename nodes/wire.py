@@ -54,6 +54,14 @@ def frame_message(codec: MessageCodec, message: Any, request_id: int) -> bytearr
     return out
 
 
+def frame_room(codec: MessageCodec, message: Any) -> int:
+    """How many more payload bytes a frame carrying `message` could take within MAX_FRAME
+    (negative when it is already too large)."""
+    out = bytearray()
+    codec.encode_into(message, out)
+    return MAX_FRAME - _REST - len(out)
+
+
 def _check_length(length: int) -> None:
     if length > MAX_FRAME:
         raise ValueError(f"frame of {length} bytes exceeds the {MAX_FRAME}-byte limit; send smaller batches")
