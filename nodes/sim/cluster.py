@@ -75,17 +75,21 @@ class SimResult:
     def summary(self) -> str:
         """A deterministic, human-readable report (the same seed prints the same bytes)."""
         c = self.config
-        head = (f"seed {c.seed}: {c.nodes} nodes, flush {c.flush}, profile {c.profile}, "
-                f"faults {','.join(c.faults) or 'none'}")
+        head = (
+            f"seed {c.seed}: {c.nodes} nodes, flush {c.flush}, profile {c.profile}, "
+            f"faults {','.join(c.faults) or 'none'}"
+        )
         stats = " ".join(f"{k}={v}" for k, v in sorted(self.stats.items()))
         lines = [head, f"steps {self.steps}, simulated {self.sim_ms / 1000:.3f} s", f"stats: {stats}"]
         if self.violation is None:
             lines.append("result: no violation")
         else:
             lines.append(f"VIOLATION at step {self.steps}: {self.violation}")
-            lines.append(f"replay: python -m nodes simulate --seed {c.seed} --steps {c.steps} "
-                         f"--nodes {c.nodes} --faults {','.join(c.faults) or 'none'} --flush {c.flush} "
-                         f"--profile {c.profile}")
+            lines.append(
+                f"replay: python -m nodes simulate --seed {c.seed} --steps {c.steps} "
+                f"--nodes {c.nodes} --faults {','.join(c.faults) or 'none'} --flush {c.flush} "
+                f"--profile {c.profile}"
+            )
             lines.append("trace of the last events:")
             lines.extend(self.trace)
         return "\n".join(lines)
@@ -166,8 +170,17 @@ class Simulation:
 
     def _run(self) -> None:
         cfg = self.config
-        handlers = (self._on_tick, self._on_deliver, self._on_flush, self._on_client, self._on_client_timeout,
-                    self._on_fault, self._on_fault_end, self._on_restart, self._on_probe)
+        handlers = (
+            self._on_tick,
+            self._on_deliver,
+            self._on_flush,
+            self._on_client,
+            self._on_client_timeout,
+            self._on_fault,
+            self._on_fault_end,
+            self._on_restart,
+            self._on_probe,
+        )
         queue = self._queue
         deadline = None
         while queue:
@@ -178,8 +191,11 @@ class Simulation:
                 if self._live():
                     break
                 if self.now > deadline:
-                    raise Violation("liveness", "no leader committed a probe and caught every node up "
-                                    f"within {self._liveness_ms:.0f} ms after healing: {self._roles()}")
+                    raise Violation(
+                        "liveness",
+                        "no leader committed a probe and caught every node up "
+                        f"within {self._liveness_ms:.0f} ms after healing: {self._roles()}",
+                    )
             self.now, _, kind, node, payload = heapq.heappop(queue)
             self.step += 1
             handlers[kind](node, payload)
@@ -191,8 +207,10 @@ class Simulation:
         check_log_matching({n: self.disks[n].store.entries for n in self.names})
 
     def _roles(self) -> str:
-        return ", ".join(f"{n}:{c.role.value}/t{c.term}/c{c.commit_index}" if c else f"{n}:down"
-                         for n, c in self.cores.items())
+        return ", ".join(
+            f"{n}:{c.role.value}/t{c.term}/c{c.commit_index}" if c else f"{n}:down"
+            for n, c in self.cores.items()
+        )
 
     # ---- nodes -------------------------------------------------------------------------
 
@@ -201,13 +219,25 @@ class Simulation:
 
     def _start_node(self, name: str) -> None:
         disk = self.disks[name]
-        core = Core(name, self.names, disk.store, disk.term, disk.vote, self.core_config,
-                    random.Random(self.rng.getrandbits(64)), self._local(name))
+        core = Core(
+            name,
+            self.names,
+            disk.store,
+            disk.term,
+            disk.vote,
+            self.core_config,
+            random.Random(self.rng.getrandbits(64)),
+            self._local(name),
+        )
         self.cores[name] = core
         self.inv.on_commit(name, disk.store.entries, -1, core.commit_index)  # what it still calls committed
         self.checked[name] = core.commit_index
-        self.trace.add(self.now, self.step, name, f"start t{disk.term} vote {disk.vote} "
-                       f"log end {disk.store.end_index} commit {core.commit_index}")
+        self.trace.add(
+            self.now,
+            self.step,
+            name,
+            f"start t{disk.term} vote {disk.vote} log end {disk.store.end_index} commit {core.commit_index}",
+        )
         self._schedule(self.rng.uniform(0, self.config.tick_ms), TICK, name, self.incarnation[name])
         self._drain(name, core)
 
@@ -271,8 +301,12 @@ class Simulation:
         if ready.persist is not None:
             disk.persist(*ready.persist)
         for change in ready.role_changes:
-            self.trace.add(self.now, self.step, node, f"becomes {change.role.value} t{change.term} "
-                           f"leader {change.leader}")
+            self.trace.add(
+                self.now,
+                self.step,
+                node,
+                f"becomes {change.role.value} t{change.term} leader {change.leader}",
+            )
             if change.role is Role.LEADER:
                 self.stats["elections"] += 1
                 self.inv.on_leader(node, change.term, disk.store.entries)
@@ -320,16 +354,24 @@ class Simulation:
             self.trace.add(self.now, self.step, node, f"client {client} append {body.decode()} rid {rid}")
             core.client_append(rid, [body], local)
         else:
-            modes = [ReadMode.READ_INDEX, ReadMode.READ_INDEX, ReadMode.COMMITTED, ReadMode.FOLLOWER,
-                     ReadMode.UNSAFE, ReadMode.LEASE]
+            modes = [
+                ReadMode.READ_INDEX,
+                ReadMode.READ_INDEX,
+                ReadMode.COMMITTED,
+                ReadMode.FOLLOWER,
+                ReadMode.UNSAFE,
+                ReadMode.LEASE,
+            ]
             mode = rng.choice(modes)
             top = max(len(self.inv.committed) - 1, 0)
             first = rng.randint(max(0, top - 30), top + 3)
             last = first + rng.randint(0, 40)
-            self._ops[rid] = _Op(client, "read", node, mode=mode, first=first, last=last,
-                                 acked_before=self.inv.max_acked)
-            self.trace.add(self.now, self.step, node, f"client {client} read {mode.label} {first}..{last} "
-                           f"rid {rid}")
+            self._ops[rid] = _Op(
+                client, "read", node, mode=mode, first=first, last=last, acked_before=self.inv.max_acked
+            )
+            self.trace.add(
+                self.now, self.step, node, f"client {client} read {mode.label} {first}..{last} rid {rid}"
+            )
             core.client_read(rid, first, last, mode, local)
         self._schedule(5000.0, CLIENT_TIMEOUT, "", rid)
         self._drain(node, core)

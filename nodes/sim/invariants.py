@@ -40,21 +40,26 @@ class Invariants:
         n = len(self.committed)
         if log[:n] != self.committed:
             i = next((i for i in range(n) if i >= len(log) or log[i] != self.committed[i]), n)
-            raise Violation("leader completeness",
-                            f"{node} leads term {term} without committed entry {i}: "
-                            f"has {log[i] if i < len(log) else None}, committed {self.committed[i]}")
+            raise Violation(
+                "leader completeness",
+                f"{node} leads term {term} without committed entry {i}: "
+                f"has {log[i] if i < len(log) else None}, committed {self.committed[i]}",
+            )
 
     def on_commit(self, node: str, log: list[Entry], old: int, new: int) -> None:
         """`node` commits up to `new` (it had checked up to `old`)."""
         committed = self.committed
         for i in range(old + 1, new + 1):
             if i >= len(log):
-                raise Violation("state machine safety",
-                                f"{node} commits {i} beyond its log end {len(log) - 1}")
+                raise Violation(
+                    "state machine safety", f"{node} commits {i} beyond its log end {len(log) - 1}"
+                )
             if i < len(committed):
                 if log[i] != committed[i]:
-                    raise Violation("state machine safety",
-                                    f"{node} commits {log[i]} at {i}, where {committed[i]} was committed")
+                    raise Violation(
+                        "state machine safety",
+                        f"{node} commits {log[i]} at {i}, where {committed[i]} was committed",
+                    )
             else:
                 committed.append(log[i])
 
@@ -64,32 +69,41 @@ class Invariants:
             raise Violation("acknowledged append", f"append acked at {first} but committed there is {got}")
         self.max_acked = max(self.max_acked, first)
 
-    def on_read_ok(self, node: str, mode: ReadMode, first: int, last: int, acked_before: int,
-                   resp: ReadResponse) -> None:
+    def on_read_ok(
+        self, node: str, mode: ReadMode, first: int, last: int, acked_before: int, resp: ReadResponse
+    ) -> None:
         if mode is ReadMode.UNSAFE:
             return
         committed = self.committed
         top = min(last, resp.commit_index)
-        expected = committed[max(first, 0):top + 1]
+        expected = committed[max(first, 0) : top + 1]
         if resp.entries != expected:
-            raise Violation(f"{mode.label} read", f"{node} answered {first}..{last} with "
-                            f"{[(e.index, e.term) for e in resp.entries]} at commit {resp.commit_index}, "
-                            f"committed there: {[(e.index, e.term) for e in expected]}")
+            raise Violation(
+                f"{mode.label} read",
+                f"{node} answered {first}..{last} with "
+                f"{[(e.index, e.term) for e in resp.entries]} at commit {resp.commit_index}, "
+                f"committed there: {[(e.index, e.term) for e in expected]}",
+            )
         if mode in (ReadMode.READ_INDEX, ReadMode.LEASE) and resp.commit_index < acked_before:
-            raise Violation(f"{mode.label} read", f"{node} read at commit {resp.commit_index}, stale: index "
-                            f"{acked_before} was acknowledged before the read was invoked")
+            raise Violation(
+                f"{mode.label} read",
+                f"{node} read at commit {resp.commit_index}, stale: index "
+                f"{acked_before} was acknowledged before the read was invoked",
+            )
 
 
 def check_log_matching(logs: dict[str, list[Entry]]) -> None:
     """Every pair of logs that agrees on (index, term) somewhere agrees on all before it."""
     names = list(logs)
     for a_i, a in enumerate(names):
-        for b in names[a_i + 1:]:
+        for b in names[a_i + 1 :]:
             la, lb = logs[a], logs[b]
             i = min(len(la), len(lb)) - 1
             while i >= 0 and la[i].term != lb[i].term:
                 i -= 1
-            if i >= 0 and la[:i + 1] != lb[:i + 1]:
+            if i >= 0 and la[: i + 1] != lb[: i + 1]:
                 j = next(k for k in range(i + 1) if la[k] != lb[k])
-                raise Violation("log matching", f"{a} and {b} agree at ({i}, t{la[i].term}) but differ "
-                                f"at {j}: {la[j]} vs {lb[j]}")
+                raise Violation(
+                    "log matching",
+                    f"{a} and {b} agree at ({i}, t{la[i].term}) but differ at {j}: {la[j]} vs {lb[j]}",
+                )

@@ -35,8 +35,9 @@ def test_the_same_seed_replays_byte_for_byte() -> None:
     assert run_seed(config).summary() == run_seed(config).summary()
     cmd = [sys.executable, "-m", "nodes", "simulate", "--seed", "42", "--nodes", "3", "--steps", "1500"]
     first = subprocess.run(cmd, capture_output=True, check=True, timeout=120).stdout
-    second = subprocess.run(cmd, capture_output=True, check=True, timeout=120,
-                            env={**os.environ, "PYTHONHASHSEED": "123"}).stdout
+    second = subprocess.run(
+        cmd, capture_output=True, check=True, timeout=120, env={**os.environ, "PYTHONHASHSEED": "123"}
+    ).stdout
     assert first == second and b"no violation" in first
 
 
@@ -61,25 +62,40 @@ def test_a_broken_vote_rule_is_caught_within_1000_seeds(monkeypatch: pytest.Monk
             break
     else:
         pytest.fail("granting votes without the log check went unnoticed for 1000 seeds")
-    assert result.violation.kind in ("leader completeness", "state machine safety", "committed entry lost",
-                                     "log matching", "acknowledged append", "read-index read")
+    assert result.violation.kind in (
+        "leader completeness",
+        "state machine safety",
+        "committed entry lost",
+        "log matching",
+        "acknowledged append",
+        "read-index read",
+    )
     report = result.summary()
     assert f"seed {seed}" in report and "VIOLATION at step" in report and "trace of the last events" in report
 
 
-def test_simulate_exits_1_with_seed_step_and_trace_on_a_violation(monkeypatch: pytest.MonkeyPatch,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_simulate_exits_1_with_seed_step_and_trace_on_a_violation(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(election, "check_ledger", lambda req, view: None)
-    args = argparse.Namespace(seed=4, nodes=5, steps=4000, faults=parse_faults("all"), flush="sync",
-                              profile="fast", clients=3)
+    args = argparse.Namespace(
+        seed=4, nodes=5, steps=4000, faults=parse_faults("all"), flush="sync", profile="fast", clients=3
+    )
     assert simulate_run(args) == 1
     out = capsys.readouterr().out
     assert "VIOLATION" in out and "replay: python -m nodes simulate --seed 4" in out
 
 
-@pytest.mark.parametrize("argv", [["--seed", "x"], ["--seed", "1", "--nodes", "0"],
-                                  ["--seed", "1", "--faults", "meteor"],
-                                  ["--seed", "1", "--flush", "maybe"], []])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--seed", "x"],
+        ["--seed", "1", "--nodes", "0"],
+        ["--seed", "1", "--faults", "meteor"],
+        ["--seed", "1", "--flush", "maybe"],
+        [],
+    ],
+)
 def test_bad_arguments_exit_254(argv: list[str]) -> None:
     proc = subprocess.run([sys.executable, "-m", "nodes", "simulate", *argv], capture_output=True, timeout=60)
     assert proc.returncode == 254 and b"error" in proc.stderr
@@ -87,7 +103,19 @@ def test_bad_arguments_exit_254(argv: list[str]) -> None:
 
 def test_simulate_many_reports_seeds_per_second(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "sim.json"
-    args = argparse.Namespace(budget=60.0, seeds=6, start=0, nodes="3,5", mixes="partition;crash", jobs=1,
-                              json=out, show=1, steps=1500, flush="sync", profile="fast", clients=2)
+    args = argparse.Namespace(
+        budget=60.0,
+        seeds=6,
+        start=0,
+        nodes="3,5",
+        mixes="partition;crash",
+        jobs=1,
+        json=out,
+        show=1,
+        steps=1500,
+        flush="sync",
+        profile="fast",
+        clients=2,
+    )
     assert many.run(args) == 0
     assert "6 seeds" in capsys.readouterr().out and "seeds_per_second" in out.read_text()
