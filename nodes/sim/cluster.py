@@ -5,7 +5,8 @@ flushes, client operations, faults) while faults come and go. Then everything he
 (partitions and link faults stop, crashed nodes restart, clocks run true) and the
 liveness phase must, within `liveness_ms` of simulated time, elect a leader, commit a
 fresh probe append and bring every node's commit index up to it. Invariants are checked
-on every step; a violation stops the run with the step, the seed and the recent trace.
+on every step (log matching on every step that changed a log, from the changed index on);
+a violation stops the run with the step, the seed and the recent trace.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from nodes.core import Core, CoreConfig, Ready
 from nodes.election import Role
-from nodes.logstore import StoreError
+from nodes.logstore import Entry, StoreError
 from nodes.messages import (
     AppendResponse,
     ClientResponse,
@@ -30,7 +31,7 @@ from nodes.messages import (
 )
 from nodes.replication import SafetyError
 from nodes.sim.clock import SkewedClock
-from nodes.sim.disk import SimDisk
+from nodes.sim.disk import UNCHANGED, SimDisk
 from nodes.sim.faults import FAULTS, Undo, start_fault
 from nodes.sim.invariants import Invariants, Violation, check_log_matching
 from nodes.sim.network import Network
@@ -56,7 +57,6 @@ class SimConfig:
     fsync_ms: float = 2.0
     async_flush_ms: float = 10.0
     liveness_ms: float | None = None  # None: 20 s, or 30 leader-loss timeouts if longer
-    check_every: int = 250
     fault_gap_ms: tuple[float, float] = (50.0, 600.0)
     fault_length_ms: tuple[float, float] = (100.0, 1500.0)
 
@@ -199,12 +199,16 @@ class Simulation:
             self.now, _, kind, node, payload = heapq.heappop(queue)
             self.step += 1
             handlers[kind](node, payload)
-            if self.step % cfg.check_every == 0:
-                self._check_logs()
-        self._check_logs()
+        check_log_matching(self._logs())
 
-    def _check_logs(self) -> None:
-        check_log_matching({n: self.disks[n].store.entries for n in self.names})
+    def _logs(self) -> dict[str, list[Entry]]:
+        return {n: self.disks[n].store.entries for n in self.names}
+
+    def _check_changed(self, node: str) -> None:
+        """Log matching for `node`'s entries written (or restored by a power loss) since the last check."""
+        store = self.disks[node].store
+        start, store.changed_from = store.changed_from, UNCHANGED
+        self.inv.on_write(node, store.entries, start, self._logs)
 
     def _roles(self) -> str:
         return ", ".join(
@@ -251,6 +255,7 @@ class Simulation:
         disk.flush_pending = False  # the fsync in progress dies with the process
         if power_loss:
             disk.power_loss()
+            self._check_changed(node)
         self.stats["powerloss" if power_loss else "crash"] += 1
         self.trace.add(self.now, self.step, node, "power loss" if power_loss else "crash")
         for rid in [rid for rid, op in self._ops.items() if op.node == node]:
@@ -298,6 +303,8 @@ class Simulation:
         """Carry out a core's outputs: persist, send, complete, and check what they claim."""
         ready: Ready = core.ready()
         disk = self.disks[node]
+        if disk.store.changed_from != UNCHANGED:
+            self._check_changed(node)
         if ready.persist is not None:
             disk.persist(*ready.persist)
         for change in ready.role_changes:

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from nodes.logstore import Entry
 from nodes.messages import ReadMode, ReadResponse
 
@@ -32,6 +34,8 @@ class Invariants:
         self.leaders: dict[int, str] = {}
         self.committed: list[Entry] = []
         self.max_acked = -1
+        # (index, term) -> the entry and the term before it, as last written in any log
+        self.written: dict[tuple[int, int], tuple[Entry, int]] = {}
 
     def on_leader(self, node: str, term: int, log: list[Entry]) -> None:
         other = self.leaders.setdefault(term, node)
@@ -62,6 +66,28 @@ class Invariants:
                     )
             else:
                 committed.append(log[i])
+
+    def on_write(
+        self, node: str, log: list[Entry], start: int, logs: Callable[[], dict[str, list[Entry]]]
+    ) -> None:
+        """Log matching after `node`'s log (`logs()[node]`) changed from `start` on.
+
+        Every log that still holds an (index, term) agrees with `written` there (a
+        disagreement was raised when written), so an entry that agrees with `written` is
+        fine; one that does not is checked against the logs as they are now (the earlier
+        holders of its (index, term) may all be gone) and then replaces it.
+        """
+        written = self.written
+        before = log[start - 1].term if start else -1
+        for i in range(start, len(log)):
+            entry = log[i]
+            key = (i, entry.term)
+            old = written.get(key)
+            if old is None or old[1] != before or (old[0] is not entry and old[0] != entry):
+                if old is not None:
+                    check_new_entries(node, logs(), i)
+                written[key] = (entry, before)
+            before = entry.term
 
     def on_append_ok(self, body: bytes, first: int) -> None:
         if first >= len(self.committed) or self.committed[first].body != body:
@@ -97,13 +123,39 @@ def check_log_matching(logs: dict[str, list[Entry]]) -> None:
     names = list(logs)
     for a_i, a in enumerate(names):
         for b in names[a_i + 1 :]:
-            la, lb = logs[a], logs[b]
-            i = min(len(la), len(lb)) - 1
-            while i >= 0 and la[i].term != lb[i].term:
-                i -= 1
-            if i >= 0 and la[: i + 1] != lb[: i + 1]:
-                j = next(k for k in range(i + 1) if la[k] != lb[k])
-                raise Violation(
-                    "log matching",
-                    f"{a} and {b} agree at ({i}, t{la[i].term}) but differ at {j}: {la[j]} vs {lb[j]}",
-                )
+            _check_pair(a, b, logs[a], logs[b])
+
+
+def check_new_entries(node: str, logs: dict[str, list[Entry]], start: int) -> None:
+    """Log matching after `node`'s log changed from `start` on, the rest having been checked before.
+
+    By induction on the index, the whole property holds when every two logs with the same
+    term at an index hold the same entry there and the same term just before it; only
+    pairs involving `node`'s entries from `start` on can have started to break that.
+    """
+    log = logs[node]
+    end = len(log)
+    before = log[start - 1].term if start else -1
+    for other, lo in logs.items():
+        top = min(end, len(lo))
+        if start >= top or lo is log:
+            continue
+        same = not start or lo[start - 1].term == before  # the two logs' terms just before index i
+        for i in range(start, top):
+            a, b = log[i], lo[i]
+            if a.term != b.term:
+                same = False
+            elif not same or (a is not b and a != b):
+                _check_pair(node, other, log, lo)
+                raise Violation("log matching", f"{node} and {other} disagree before ({i}, t{a.term})")
+
+
+def _check_pair(a: str, b: str, la: list[Entry], lb: list[Entry]) -> None:
+    i = min(len(la), len(lb)) - 1
+    while i >= 0 and la[i].term != lb[i].term:
+        i -= 1
+    if i >= 0 and la[: i + 1] != lb[: i + 1]:
+        j = next(k for k in range(i + 1) if la[k] != lb[k])
+        raise Violation(
+            "log matching", f"{a} and {b} agree at ({i}, t{la[i].term}) but differ at {j}: {la[j]} vs {lb[j]}"
+        )
