@@ -52,6 +52,7 @@ class SimConfig:
     flush: str = "sync"
     profile: str = "fast"
     clients: int = 3
+    append_share: float = 0.6  # of client operations; the rest are reads
     lease_guard: bool | None = None
     tick_ms: float = 10.0
     fsync_ms: float = 2.0
@@ -104,7 +105,7 @@ class _Op:
     mode: ReadMode = ReadMode.READ_INDEX
     first: int = 0
     last: int = 0
-    acked_before: int = -1
+    before: tuple[int, int] = (-1, -1)  # reads: (max acked, max linearizable read) when invoked
 
 
 class Simulation:
@@ -354,7 +355,7 @@ class Simulation:
         rid = self._rid()
         local = self._local(node)
         roll = rng.random()
-        if roll < 0.6:
+        if roll < self.config.append_share:
             self._append_count += 1
             body = f"c{client}-{self._append_count}".encode()
             self._ops[rid] = _Op(client, "append", node, body)
@@ -374,7 +375,13 @@ class Simulation:
             first = rng.randint(max(0, top - 30), top + 3)
             last = first + rng.randint(0, 40)
             self._ops[rid] = _Op(
-                client, "read", node, mode=mode, first=first, last=last, acked_before=self.inv.max_acked
+                client,
+                "read",
+                node,
+                mode=mode,
+                first=first,
+                last=last,
+                before=(self.inv.max_acked, self.inv.max_read),
             )
             self.trace.add(
                 self.now, self.step, node, f"client {client} read {mode.label} {first}..{last} rid {rid}"
@@ -408,7 +415,7 @@ class Simulation:
                 if op.kind == "probe":
                     self._probe = (rid, response.last_index)
             elif isinstance(response, ReadResponse):
-                self.inv.on_read_ok(op.node, op.mode, op.first, op.last, op.acked_before, response)
+                self.inv.on_read_ok(op.node, op.mode, op.first, op.last, op.before, response)
             self._finish_op(rid, "ok")
         elif code in (ResponseCode.TERM_CHANGED, ResponseCode.WAIT_QUORUM_ACK_TIMEOUT):
             self._finish_op(rid, "info")

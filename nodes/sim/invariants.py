@@ -6,8 +6,9 @@
   (so committed entries never change or disappear, across crashes and power loss);
 * log matching: two logs with the same (index, term) agree on everything before it;
 * reads: `read-index` and `lease` reads see every append acknowledged before they were
-  invoked and only committed entries; `committed` and `follower` reads return only
-  committed entries (they may be stale).
+  invoked, at least the commit index any such read completed before them returned
+  (read-after-read order), and only committed entries; `committed` and `follower` reads
+  return only committed entries (they may be stale).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class Invariants:
         self.leaders: dict[int, str] = {}
         self.committed: list[Entry] = []
         self.max_acked = -1
+        self.max_read = -1  # highest commit index a completed read-index or lease read returned
         # (index, term) -> the entry and the term before it, as last written in any log
         self.written: dict[tuple[int, int], tuple[Entry, int]] = {}
 
@@ -96,8 +98,9 @@ class Invariants:
         self.max_acked = max(self.max_acked, first)
 
     def on_read_ok(
-        self, node: str, mode: ReadMode, first: int, last: int, acked_before: int, resp: ReadResponse
+        self, node: str, mode: ReadMode, first: int, last: int, before: tuple[int, int], resp: ReadResponse
     ) -> None:
+        """Check a successful read; `before` is (`max_acked`, `max_read`) when it was invoked."""
         if mode is ReadMode.UNSAFE:
             return
         committed = self.committed
@@ -110,12 +113,23 @@ class Invariants:
                 f"{[(e.index, e.term) for e in resp.entries]} at commit {resp.commit_index}, "
                 f"committed there: {[(e.index, e.term) for e in expected]}",
             )
-        if mode in (ReadMode.READ_INDEX, ReadMode.LEASE) and resp.commit_index < acked_before:
+        if mode not in (ReadMode.READ_INDEX, ReadMode.LEASE):
+            return
+        acked_before, read_before = before
+        if resp.commit_index < acked_before:
             raise Violation(
                 f"{mode.label} read",
                 f"{node} read at commit {resp.commit_index}, stale: index "
                 f"{acked_before} was acknowledged before the read was invoked",
             )
+        if resp.commit_index < read_before:
+            raise Violation(
+                f"{mode.label} read",
+                f"{node} read at commit {resp.commit_index}, stale: a "
+                f"linearizable read completed before this one was invoked returned commit "
+                f"{read_before}",
+            )
+        self.max_read = max(self.max_read, resp.commit_index)
 
 
 def check_log_matching(logs: dict[str, list[Entry]]) -> None:

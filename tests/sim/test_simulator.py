@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from nodes import election
+from nodes.core import Core
+from nodes.election import Role
+from nodes.messages import ReadMode
 from nodes.sim import many
 from nodes.sim.cluster import SimConfig, run_seed
 from nodes.sim.faults import parse_faults
@@ -72,6 +75,31 @@ def test_a_broken_vote_rule_is_caught_within_1000_seeds(monkeypatch: pytest.Monk
     )
     report = result.summary()
     assert f"seed {seed}" in report and "VIOLATION at step" in report and "trace of the last events" in report
+
+
+def test_a_read_index_read_without_the_quorum_round_breaks_read_after_read_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client_read = Core.client_read
+
+    def at_once(self: Core, rid: int, first: int, last: int, mode: ReadMode, now: float) -> None:
+        if mode is ReadMode.READ_INDEX and self.role is Role.LEADER:  # broken: no leadership check
+            self._complete_read(rid, first, last)
+        else:
+            client_read(self, rid, first, last, mode, now)
+
+    monkeypatch.setattr(Core, "client_read", at_once)
+    order = "a linearizable read completed before this one was invoked"
+    for seed in range(300):  # read-heavy, so few acknowledged appends and the read order is what catches it
+        config = SimConfig(seed=seed, nodes=SIZES[seed % 3], steps=3000, append_share=0.05)
+        result = run_seed(config)
+        if result.violation is not None and order in result.violation.detail:
+            break
+    else:
+        pytest.fail("read-index reads served without a quorum round never broke read-after-read order")
+    assert result.violation.kind == "read-index read"
+    monkeypatch.undo()
+    assert run_seed(config).violation is None
 
 
 def test_simulate_exits_1_with_seed_step_and_trace_on_a_violation(
