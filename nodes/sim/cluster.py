@@ -4,9 +4,10 @@ A run has two phases. The fault phase processes `steps` events (ticks, deliverie
 flushes, client operations, faults) while faults come and go. Then everything heals
 (partitions and link faults stop, crashed nodes restart, clocks run true) and the
 liveness phase must, within `liveness_ms` of simulated time, elect a leader, commit a
-fresh probe append and bring every node's commit index up to it. Invariants are checked
-on every step (log matching on every step that changed a log, from the changed index on);
-a violation stops the run with the step, the seed and the recent trace.
+fresh probe append and bring every node's commit index up to it, and answer every append
+that was pending when the faults stopped. Invariants are checked on every step (log
+matching on every step that changed a log, from the changed index on); a violation stops
+the run with the step, the seed and the recent trace.
 """
 
 from __future__ import annotations
@@ -137,6 +138,7 @@ class Simulation:
         self._believed_leader: list[str | None] = [None] * config.clients
         self._append_count = 0
         self._probe: tuple[int, int] | None = None  # (request id, index once acknowledged)
+        self._unanswered: set[int] = set()  # appends pending at healing the core has not answered yet
         for name in self.names:
             self._start_node(name)
             if config.flush == "async":
@@ -192,11 +194,7 @@ class Simulation:
                 if self._live():
                     break
                 if self.now > deadline:
-                    raise Violation(
-                        "liveness",
-                        "no leader committed a probe and caught every node up "
-                        f"within {self._liveness_ms:.0f} ms after healing: {self._roles()}",
-                    )
+                    raise self._not_live()
             self.now, _, kind, node, payload = heapq.heappop(queue)
             self.step += 1
             handlers[kind](node, payload)
@@ -401,6 +399,7 @@ class Simulation:
             self._schedule(self.rng.uniform(1.0, 20.0), CLIENT, "", op.client)
 
     def _complete(self, rid: int, response: ClientResponse) -> None:
+        self._unanswered.discard(rid)
         op = self._ops.get(rid)
         if op is None:
             return
@@ -460,6 +459,8 @@ class Simulation:
         self.healed = True
         self.trace.add(self.now, self.step, "sim", "heal: faults stop, crashed nodes restart")
         self.network.heal()
+        self._unanswered = {rid for rid, op in self._ops.items() if op.kind == "append"}
+        self.stats["pending-at-heal"] = len(self._unanswered)
         for name in self.names:
             self.clocks[name].set_rate(self.now, 1.0)
             if self.cores[name] is None:
@@ -481,8 +482,17 @@ class Simulation:
         if self._probe is None:
             self._schedule(50.0, PROBE, "", None)
 
+    def _not_live(self) -> Violation:
+        within = f"within {self._liveness_ms:.0f} ms after healing: {self._roles()}"
+        if self._unanswered:
+            pending = sorted(self._unanswered)
+            return Violation(
+                "liveness", f"appends pending when the faults stopped (rids {pending}) got no answer {within}"
+            )
+        return Violation("liveness", f"no leader committed a probe and caught every node up {within}")
+
     def _live(self) -> bool:
-        if self._probe is None:
+        if self._probe is None or self._unanswered:
             return False
         index = self._probe[1]
         return all(c is not None and c.commit_index >= index for c in self.cores.values())

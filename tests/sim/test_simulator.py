@@ -102,6 +102,23 @@ def test_a_read_index_read_without_the_quorum_round_breaks_read_after_read_order
     assert run_seed(config).violation is None
 
 
+def test_unanswered_appends_after_the_faults_stop_break_liveness(monkeypatch: pytest.MonkeyPatch) -> None:
+    leave = Core._leave_leadership
+
+    def forgetting(self: Core) -> None:
+        self._pending.clear()  # broken: a deposed leader never answers its pending appends
+        leave(self)
+
+    monkeypatch.setattr(Core, "_leave_leadership", forgetting)
+    for seed in range(60):
+        result = run_seed(SimConfig(seed=seed, nodes=SIZES[seed % 3]))
+        if result.violation is not None:
+            break
+    else:
+        pytest.fail("appends a deposed leader never answered went unnoticed for 60 seeds")
+    assert result.violation.kind == "liveness" and "got no answer" in result.violation.detail
+
+
 def test_simulate_exits_1_with_seed_step_and_trace_on_a_violation(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
