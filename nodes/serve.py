@@ -16,7 +16,7 @@ from nodes.events import setup_node_log
 from nodes.messages import ReadMode
 from nodes.peers import parse_peers
 from nodes.server import NodeServer, ServerConfig
-from nodes.timing import timing_profile
+from nodes.timing import parse_overrides, timing_profile
 
 log = logging.getLogger("nodes.serve")
 
@@ -37,6 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="async: DLedger's background flush; sync: fsync before ack (group commit)")
     parser.add_argument("--timing", choices=sorted(TIMING_NAMES), default="default",
                         help="default: failover in about a second; dledger: DLedger's 2 s heartbeats")
+    parser.add_argument("--timing-set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override one timing value of the profile, e.g. heartbeat_ms=500 (repeatable)")
     parser.add_argument("--preferred-leader", help="peer id that leadership is handed to when caught up")
     parser.add_argument("--read-mode", default="read-index",
                         help="read-index (default, linearizable), lease, committed, follower, unsafe")
@@ -68,7 +70,7 @@ def _config(args: argparse.Namespace) -> ServerConfig:
         listen = args.listen
     segment = args.segment_mb << 20
     return ServerConfig(node=args.id, peers=peers, data_dir=args.data_dir, group=args.group, flush=args.flush,
-                        timing=timing_profile(TIMING_NAMES[args.timing]),
+                        timing=timing_profile(TIMING_NAMES[args.timing], **parse_overrides(args.timing_set)),
                         read_mode=ReadMode.parse(args.read_mode),
                         preferred_leader=args.preferred_leader, listen_host=listen,
                         data_segment_size=segment, index_segment_size=min(segment, 160 << 20) // 32 * 32)

@@ -77,3 +77,21 @@ def timing_profile(name: str, **overrides: float) -> Timing:
         raise ValueError(f"unknown timing field(s) {', '.join(unknown)}: "
                          f"valid are {', '.join(sorted(known))}")
     return replace(PROFILES[name], **overrides).validate()
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, float]:
+    """`FIELD=VALUE` texts as timing overrides (ints for count fields), or ValueError naming the bad one.
+
+    Unknown field names pass through for `timing_profile` to reject with the list of valid ones.
+    """
+    kinds = {f.name: type(getattr(Timing(), f.name)) for f in fields(Timing)}
+    overrides: dict[str, float] = {}
+    for pair in pairs:
+        name, _, value = (part.strip() for part in pair.partition("="))
+        try:
+            overrides[name] = kinds.get(name, float)(value)
+        except ValueError:
+            kind = "an integer" if kinds.get(name) is int else "a number"
+            raise ValueError(f"timing override {pair!r} is not FIELD=VALUE with {kind} value "
+                             f"(e.g. heartbeat_ms=500)") from None
+    return overrides

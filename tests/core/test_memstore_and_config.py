@@ -9,7 +9,7 @@ from nodes.logstore import Entry, StoreError
 from nodes.memstore import MemStore
 from nodes.messages import ReadMode
 from nodes.sim.scripted import entries
-from nodes.timing import PROFILES, timing_profile
+from nodes.timing import PROFILES, parse_overrides, timing_profile
 
 
 def test_power_loss_keeps_only_what_was_flushed() -> None:
@@ -65,6 +65,20 @@ def test_timing_profiles_and_overrides() -> None:
         timing_profile("fast", heartbeat=1.0)
     with pytest.raises(ValueError, match="min_vote_interval_ms"):
         timing_profile("fast", min_vote_interval_ms=500.0)
+
+
+def test_timing_overrides_from_text_keep_each_field_type() -> None:
+    overrides = parse_overrides(["heartbeat_ms=500", " heartbeat_leak = 5 "])
+    assert overrides == {"heartbeat_ms": 500.0, "heartbeat_leak": 5}
+    assert isinstance(overrides["heartbeat_leak"], int)
+    timing = timing_profile("dledger", **overrides)
+    assert (timing.heartbeat_ms, timing.leader_lost_ms, timing.vote_wait_ms) == (500.0, 2500.0, 3000.0)
+    with pytest.raises(ValueError, match=r"'heartbeat_leak=2\.5' is not FIELD=VALUE with an integer"):
+        parse_overrides(["heartbeat_leak=2.5"])
+    with pytest.raises(ValueError, match="'heartbeat_ms' is not FIELD=VALUE with a number"):
+        parse_overrides(["heartbeat_ms"])
+    with pytest.raises(ValueError, match="unknown timing field"):
+        timing_profile("fast", **parse_overrides(["beat=1"]))
 
 
 def test_configuration_errors_name_the_problem() -> None:

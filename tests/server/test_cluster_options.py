@@ -60,3 +60,14 @@ def test_preferred_leader_group_lease_and_committed_reads(local_cluster: Callabl
         assert refused.value.code is ResponseCode.NOT_LEADER
     assert "read mode committed" in (cluster.data_dir(PREFERRED) / "node.log").read_text()
     assert all(cluster.alive(n) for n in cluster.ids)
+
+
+def test_timing_overrides_reach_the_running_node(local_cluster: Callable[..., LocalCluster]) -> None:
+    # DLedger's profile would take 6 s to notice a dead leader; with 100 ms heartbeats it takes 300 ms.
+    cluster = local_cluster(3, "--timing", "dledger", "--timing-set", "heartbeat_ms=100",
+                            "--timing-set", "vote_wait_ms=300")
+    old = cluster.wait_for_leader(timeout=20)
+    cluster.kill(old)
+    rest = [n for n in cluster.ids if n != old]
+    with Client({n: cluster.peers[n] for n in rest}, timeout=1) as client:
+        wait_until(lambda: agreed_leader(client, rest) not in (None, old), 4.5, "a new leader within 4.5 s")

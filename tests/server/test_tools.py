@@ -56,3 +56,8 @@ def test_bad_arguments_exit_254():
     assert result.returncode == 254 and "ID=HOST:PORT" in result.stderr
     result = nodes_cli("serve", "--id", "n9", "--peers", "n1=127.0.0.1:1", "--data-dir", "/tmp/unused")
     assert result.returncode == 254 and "not one of the peers" in result.stderr
+    serve = ("serve", "--id", "n1", "--peers", "n1=127.0.0.1:1", "--data-dir", "/tmp/unused")
+    result = nodes_cli(*serve, "--timing-set", "heartbeat_ms=fast")
+    assert result.returncode == 254 and "'heartbeat_ms=fast' is not FIELD=VALUE" in result.stderr
+    result = nodes_cli(*serve, "--timing-set", "heartbeat=1")
+    assert result.returncode == 254 and "unknown timing field(s) heartbeat" in result.stderr
