@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import shutil
 import subprocess
 import sys
@@ -60,6 +61,29 @@ def test_node_image_holds_the_checkouts_nodes_and_no_credentials(docker_client: 
     assert out.startswith((REPO / "nodes" / "logstore.py").read_text())
     assert "ssh_host" not in out and "authorized_keys" not in out
     assert out.rstrip().endswith("True")
+
+
+@pytest.mark.docker
+def test_base_image_env_builds_the_node_on_another_debian_image(docker_client: docker.DockerClient,
+                                                                node_image: str,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # A user with a registry names any Debian-based image; here: ours with one more file.
+    recipe = image.files_hash(image.recipe_files())
+    dockerfile = f"FROM {image.BASE_REPO}:{recipe[:12]}\nRUN echo custom > /etc/custom-base\n"
+    other = "dledger-chaos-test/custom-base:latest"
+    docker_client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=other, rm=True)
+    monkeypatch.setenv("BASE_IMAGE", other)
+    monkeypatch.setattr(image, "ensure_base", lambda *a, **k: pytest.fail("built ours despite BASE_IMAGE"))
+    built = image.ensure_images(docker_client, log=lambda line: None)
+    try:
+        assert built != node_image
+        out = docker_client.containers.run(built, entrypoint=["cat", "/etc/custom-base"], remove=True)
+        assert out.decode() == "custom\n"
+    finally:
+        docker_client.api.tag(node_image, image.NODE_REPO, "latest")  # `latest` moved to `built`
+        docker_client.images.remove(built, force=True)
+        docker_client.images.remove(other, force=True)
+    assert not docker_client.images.list(filters={"dangling": True, "label": image.LABEL_SOURCES})
 
 
 def test_sources_hash_follows_the_files(tmp_path: Path) -> None:
