@@ -84,6 +84,8 @@ class FaultStep:
 def nemesis_schedule(seed: int, faults: list[str], interval: float, time_limit: float) -> list[FaultStep]:
     """Alternate quiet and faulty periods of `interval` seconds each, faults drawn from `faults`.
 
+    Faults come in rounds, each a seeded shuffle of all of `faults`, so every requested
+    fault runs once before any runs again (a 60 s run with kill and partition gets both).
     Every fault started is stopped again before the time limit, so the workload's last
     period is always quiet and the cluster is healed when it ends.
     """
@@ -92,8 +94,11 @@ def nemesis_schedule(seed: int, faults: list[str], interval: float, time_limit: 
     rng = random.Random(f"{seed}/nemesis")
     steps: list[FaultStep] = []
     at = interval
+    queue: list[str] = []
     while at + interval < time_limit:
-        fault = rng.choice(faults)
+        if not queue:
+            queue = rng.sample(faults, len(faults))
+        fault = queue.pop()
         steps.append(FaultStep(at, "start", fault))
         steps.append(FaultStep(at + interval, "stop", fault))
         at += 2 * interval

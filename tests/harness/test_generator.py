@@ -63,4 +63,8 @@ def test_schedule_alternates_and_heals_before_the_end():
     assert steps == nemesis_schedule(seed=5, faults=["kill", "partition"], interval=10, time_limit=60)
     many = {tuple(s.fault for s in nemesis_schedule(s, ["kill", "partition"], 1, 100)) for s in range(5)}
     assert len(many) > 1, "different seeds choose different faults"
+    for seed in range(20):  # every requested fault runs before any runs again
+        steps = nemesis_schedule(seed, ["kill", "partition", "pause"], 1, 13)
+        kinds = [s.fault for s in steps if s.action == "start"]
+        assert len(kinds) == 6 and set(kinds[:3]) == set(kinds[3:]) == {"kill", "partition", "pause"}
     assert nemesis_schedule(1, [], 10, 60) == []
