@@ -120,15 +120,17 @@ def _lines(spark: SparkSession, files: list[SourceFile], bucket_lines: int) -> D
     raw = read_jsonl(spark, files, HISTORY_SCHEMA)
     client = F.col("process") != NEMESIS
     ok_client = client & (F.col("type") == "ok")
+    # One projection per step (each withColumn would analyse the whole plan again).
     return (
-        raw.withColumn("corrupt", _corrupt())
-        .withColumn("v", F.when(client, F.col("value")))
-        .withColumn("bad", _bad_line())
-        .withColumn("c_ack", F.when(ok_client & (F.col("f") == "append"), F.col("v")["log_index"]))
-        .withColumn(
-            "c_seen", F.when(ok_client & (F.col("f") == "read"), F.array_max(_entry_indexes(F.col("v"))))
+        raw.withColumns({"corrupt": _corrupt(), "v": F.when(client, F.col("value"))})
+        .withColumns(
+            {
+                "bad": _bad_line(),
+                "c_ack": F.when(ok_client & (F.col("f") == "append"), F.col("v")["log_index"]),
+                "c_seen": F.when(ok_client & (F.col("f") == "read"), F.array_max(_entry_indexes(F.col("v")))),
+                "_b": F.floor(F.col("index") / bucket_lines),
+            }
         )
-        .withColumn("_b", F.floor(F.col("index") / bucket_lines))
         .select(
             "hid",
             "_b",
@@ -151,14 +153,14 @@ def _neighbours(lines: DataFrame) -> DataFrame:
     """Each line with the next and previous line of its process, and the in-bucket prefixes."""
     before = Window.partitionBy("hid", "_b").orderBy("index").rowsBetween(Window.unboundedPreceding, -1)
     by_process = Window.partitionBy("hid", "_b", "process").orderBy("index")
-    rows = lines.withColumn("l_ack", F.max("c_ack").over(before)).withColumn(
-        "l_seen", F.max("c_seen").over(before)
+    return lines.withColumns(
+        {
+            "l_ack": F.max("c_ack").over(before),
+            "l_seen": F.max("c_seen").over(before),
+            **{f"next_{c}": F.lead(c).over(by_process) for c in NEXT},
+            **{f"prev_{c}": F.lag(c).over(by_process) for c in PREV},
+        }
     )
-    for c in NEXT:
-        rows = rows.withColumn(f"next_{c}", F.lead(c).over(by_process))
-    for c in PREV:
-        rows = rows.withColumn(f"prev_{c}", F.lag(c).over(by_process))
-    return rows
 
 
 def _kept(lines: DataFrame) -> DataFrame:
@@ -181,20 +183,15 @@ def _events(kept: DataFrame) -> DataFrame:
     inner = kept.where(~F.col("_edge"))
     edge = kept.where(F.col("_edge"))
     first, last = F.col("prev_type").isNull(), F.col("next_type").isNull()
-    edge = edge.withColumn("_first", first).withColumn("_last", last)
     across = Window.partitionBy("hid", "process").orderBy("index")
-    for c in NEXT:
-        edge = edge.withColumn(
-            f"next_{c}", F.when(F.col("_last"), F.lead(c).over(across)).otherwise(F.col(f"next_{c}"))
-        )
-    for c in PREV:
-        edge = edge.withColumn(
-            f"prev_{c}", F.when(F.col("_first"), F.lag(c).over(across)).otherwise(F.col(f"prev_{c}"))
-        )
-    client, invoke = F.col("process") != NEMESIS, F.col("type") == "invoke"
-    rows = inner.unionByName(edge.drop("_first", "_last")).withColumn(
-        "bad_pair", client & F.coalesce(_bad_pairing(), F.lit(False))
+    edge = edge.withColumns(
+        {
+            **{f"next_{c}": F.when(last, F.lead(c).over(across)).otherwise(F.col(f"next_{c}")) for c in NEXT},
+            **{f"prev_{c}": F.when(first, F.lag(c).over(across)).otherwise(F.col(f"prev_{c}")) for c in PREV},
+        }
     )
+    client, invoke = F.col("process") != NEMESIS, F.col("type") == "invoke"
+    rows = inner.unionByName(edge).withColumn("bad_pair", client & F.coalesce(_bad_pairing(), F.lit(False)))
     # A sound client completion whose invoke is the line before it is kept as that invoke's
     # next_*; every other line is kept as its own row, so each line is counted once.
     return (
@@ -243,10 +240,8 @@ def load_history(spark: SparkSession, dirs: list[ResultsDir], *, bucket_lines: i
     good = events.where(~F.col("bad") & client & invoke).withColumn(
         "done", F.col("next_type").isNotNull() & (F.col("next_type") != "invoke")
     )
-    good = (
-        good.join(F.broadcast(carry), ["hid", "_b"], "left")
-        .withColumn("p_ack", F.greatest("l_ack", "c_ack"))
-        .withColumn("p_seen", F.greatest("l_seen", "c_seen"))
+    good = good.join(F.broadcast(carry), ["hid", "_b"], "left").withColumns(
+        {"p_ack": F.greatest("l_ack", "c_ack"), "p_seen": F.greatest("l_seen", "c_seen")}
     )
     return History(*_ops(good), stats=stats, cached=kept, lines=lines)
 
