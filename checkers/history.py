@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
@@ -232,8 +232,9 @@ def load_history(spark: SparkSession, dirs: list[ResultsDir], *, bucket_lines: i
     kept = _kept(_lines(spark, files, bucket_lines)).cache()
     events = _events(kept)
     try:
-        stats, lines = _validate(events, files)
-        carry = _carry(spark, events, stats, bucket_lines)
+        rows = _summary(events, bucket_lines)
+        stats, lines = _validate(rows, files)
+        carry = _carry(spark, rows, stats, bucket_lines)
     except BaseException:
         kept.unpersist()
         raise
@@ -299,28 +300,62 @@ def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
     return appends, reads, read_entries
 
 
-def _carry(
-    spark: SparkSession, events: DataFrame, stats: dict[int, dict[str, Any]], bucket_lines: int
-) -> DataFrame:
-    """hid, _b, c_ack, c_seen: the real-time prefixes carried into each bucket from the ones before.
+def _summary(events: DataFrame, bucket_lines: int) -> list[Row]:
+    """One job over the events: per history and bucket, the counts `_validate` needs and the
+    highest index acknowledged and seen by the ok completions of that bucket (for `_carry`).
 
-    Contributions sit on completion lines, kept here as their invoke's next_*; the table has
-    one row per bucket, so it is built on the driver.
+    Completions sit on their invoke's row as next_*; a row's bucket is its completion's for
+    ok client ops (where its contribution to the real-time prefixes happens), else its own.
     """
-    paired = F.col("next_paired") & (F.col("process") != NEMESIS)
-    ok = paired & (F.col("next_type") == "ok")
-    rows = (
-        events.where(ok)
-        .groupBy("hid", F.floor(F.col("next_index") / bucket_lines).alias("_b"))
+    client = F.col("process") != NEMESIS
+    is_invoke = F.col("type") == "invoke"
+    both = F.col("next_paired")
+    ok = both & client & (F.col("next_type") == "ok")
+
+    def count(cond: Column) -> Column:
+        return F.sum(F.when(cond, 1).otherwise(0))
+
+    sound = ~F.col("corrupt")
+    index, time = F.when(sound, F.col("index")), F.when(sound, F.col("time"))
+    bucket = F.floor(F.coalesce(F.when(ok, F.col("next_index")), F.col("index")) / bucket_lines)
+    return (
+        events.groupBy("hid", bucket.alias("_b"))
         .agg(
-            F.max(F.when(F.col("f") == "append", F.col("next_v")["log_index"])).alias("ack"),
-            F.max(F.when(F.col("f") == "read", F.array_max(_entry_indexes(F.col("next_v"))))).alias("seen"),
+            (count(sound) + count(both)).alias("lines"),
+            count(F.col("corrupt")).alias("corrupt"),
+            F.min(index).alias("min_index"),
+            F.max(F.greatest(index, F.when(both, F.col("next_index")))).alias("max_index"),
+            (
+                F.coalesce(F.sum(index), F.lit(0))
+                + F.coalesce(F.sum(F.when(both, F.col("next_index"))), F.lit(0))
+            ).alias("sum_index"),
+            count(F.col("bad") & sound).alias("bad"),
+            count(F.col("bad_pair") & sound).alias("bad_pair"),
+            count(~client & is_invoke).alias("nemesis_ops"),
+            count(client & is_invoke & (F.col("f") == "append")).alias("appends"),
+            count(client & is_invoke & (F.col("f") == "read")).alias("reads"),
+            (count(client & ~is_invoke) + count(client & both)).alias("completions"),
+            F.max(F.greatest(time, F.when(both, F.col("next_time")))).alias("duration_ns"),
+            F.max(F.when(ok & (F.col("f") == "append"), F.col("next_v")["log_index"])).alias("ack"),
+            F.max(F.when(ok & (F.col("f") == "read"), F.array_max(_entry_indexes(F.col("next_v"))))).alias(
+                "seen"
+            ),
         )
         .collect()
     )
+
+
+def _carry(
+    spark: SparkSession, rows: list[Row], stats: dict[int, dict[str, Any]], bucket_lines: int
+) -> DataFrame:
+    """hid, _b, c_ack, c_seen: the real-time prefixes carried into each bucket from the ones before.
+
+    The table has one row per bucket, so it is built on the driver from `_summary`'s rows.
+    """
     tops: dict[int, dict[int, tuple[int | None, int | None]]] = {}
     for row in rows:
-        tops.setdefault(row["hid"], {})[row["_b"]] = (row["ack"], row["seen"])
+        if row["_b"] is not None and (row["ack"] is not None or row["seen"] is not None):
+            tops.setdefault(row["hid"], {})[row["_b"]] = (row["ack"], row["seen"])
     carried = []
     for hid, st in stats.items():
         buckets = tops.get(hid, {})
@@ -337,56 +372,43 @@ def _max(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else max(a, b)
 
 
-def _validate(events: DataFrame, files: list[SourceFile]) -> tuple[dict[int, dict[str, Any]], int]:
-    """Per-history line counts, and all lines; InputError naming the first bad line if there is one."""
-    client = F.col("process") != NEMESIS
-    is_invoke = F.col("type") == "invoke"
-    both = F.col("next_paired")
-
-    def count(cond: Column) -> Column:
-        return F.sum(F.when(cond, 1).otherwise(0))
-
-    sound = ~F.col("corrupt")
-    index, time = F.when(sound, F.col("index")), F.when(sound, F.col("time"))
-    agg = (
-        events.groupBy("hid")
-        .agg(
-            (count(sound) + count(both)).alias("lines"),
-            count(F.col("corrupt")).alias("corrupt"),
-            F.min(index).alias("min_index"),
-            F.max(F.greatest(index, F.when(both, F.col("next_index")))).alias("max_index"),
-            (F.sum(index) + F.coalesce(F.sum(F.when(both, F.col("next_index"))), F.lit(0))).alias(
-                "sum_index"
-            ),
-            count(F.col("bad") & sound).alias("bad"),
-            count(F.col("bad_pair") & sound).alias("bad_pair"),
-            count(~client & is_invoke).alias("nemesis_ops"),
-            count(client & is_invoke & (F.col("f") == "append")).alias("appends"),
-            count(client & is_invoke & (F.col("f") == "read")).alias("reads"),
-            (count(client & ~is_invoke) + count(client & both)).alias("completions"),
-            F.max(F.greatest(time, F.when(both, F.col("next_time")))).alias("duration_ns"),
-        )
-        .collect()
-    )
-    corrupt = sum(row["corrupt"] for row in agg)
+def _validate(rows: list[Row], files: list[SourceFile]) -> tuple[dict[int, dict[str, Any]], int]:
+    """Per-history line counts (from `_summary`'s rows), and all lines; InputError naming the
+    first bad line if there is one."""
+    agg: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        into = agg.setdefault(row["hid"], {})
+        for key, value in row.asDict().items():
+            if key in ("hid", "_b", "ack", "seen") or value is None:
+                continue
+            old = into.get(key)
+            if old is None:
+                into[key] = value
+            elif key == "min_index":
+                into[key] = min(old, value)
+            elif key in ("max_index", "duration_ns"):
+                into[key] = max(old, value)
+            else:
+                into[key] = old + value
+    corrupt = sum(a.get("corrupt", 0) for a in agg.values())
     torn = expected_torn_lines(files)
     stats: dict[int, dict[str, Any]] = {f.hid: {"history_lines": 0} for f in files}
     bad = corrupt - torn
-    for row in agg:
-        n = row["lines"]
+    for hid, a in agg.items():
+        n = a.get("lines", 0)
         index_ok = n == 0 or (
-            row["min_index"] == 0
-            and row["max_index"] == n - 1
-            and (row["sum_index"] or 0) == n * (n - 1) // 2
+            a.get("min_index") == 0
+            and a.get("max_index") == n - 1
+            and a.get("sum_index", 0) == n * (n - 1) // 2
         )
-        bad += row["bad"] + row["bad_pair"] + (0 if index_ok else 1)
-        stats[row["hid"]] = {
+        bad += a.get("bad", 0) + a.get("bad_pair", 0) + (0 if index_ok else 1)
+        stats[hid] = {
             "history_lines": n,
-            "nemesis_ops": row["nemesis_ops"],
-            "append_ops": row["appends"],
-            "read_ops": row["reads"],
-            "client_completions": row["completions"],
-            "duration_ns": row["duration_ns"],
+            "nemesis_ops": a.get("nemesis_ops", 0),
+            "append_ops": a.get("appends", 0),
+            "read_ops": a.get("reads", 0),
+            "client_completions": a.get("completions", 0),
+            "duration_ns": a.get("duration_ns"),
         }
     if bad:
         raise_first_problem(files, HistoryValidator, bad)
