@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: setup debootstrap test lint chaos image sim bench bench-store bench-node bench-failover bench-checker bench-harness clean
+.PHONY: setup debootstrap test lint chaos image sim checker-service bench bench-store bench-node bench-failover bench-checker bench-harness clean
 
 setup: $(STAMP)
 
@@ -35,6 +35,9 @@ chaos: setup debootstrap
 
 sim: setup
 	$(PY) -m nodes simulate-many --budget 300 --json bench/results/sim.json
+
+checker-service: setup
+	$(PY) -m checkers serve
 
 bench: bench-store bench-node bench-failover bench-checker bench-harness
 

@@ -19,7 +19,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "checker"))
 
 RESULTS = ROOT / "bench" / "results"
 DEFAULT_SIZES = (100_000, 1_000_000, 10_000_000)
@@ -58,7 +57,7 @@ def measure_one(folder: Path, master: str | None) -> dict[str, float]:
 
 
 def _generate(folder: Path, lines: int) -> int:
-    from histgen import write_lines
+    from checkers.synth import write_lines
 
     done = folder / "generated.json"
     if done.is_file() and json.loads(done.read_text())["requested"] == lines:

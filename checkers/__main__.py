@@ -6,6 +6,7 @@ from nodes.cliparse import run_subcommands
 
 COMMANDS = {
     "check": "checkers.check",
+    "serve": "checkers.service",
 }
 
 if __name__ == "__main__":

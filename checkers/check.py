@@ -24,6 +24,7 @@ from checkers.history import load_history
 from checkers.jsonlines import InputError
 from checkers.layout import ResultsDir
 from checkers.replicas import load_stores, replica_disagreement
+from checkers.service import add_place_arguments, check_folder
 from checkers.spark import master_url, session, shuffle_partitions_for
 from checkers.tables import Tables
 from checkers.verdict import INFORMATIONAL, decide, exit_code, table
@@ -171,10 +172,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="RESULTS_DIR",
         help="a results folder holding history.jsonl (results/<test>/<time>/)",
     )
+    add_place_arguments(
+        parser, "checker service to use when it answers (default: $CHECKER_SOCKET, else the per-user one)"
+    )
     parser.add_argument(
-        "--spark-master",
-        metavar="URL",
-        help="Spark master, e.g. spark://127.0.0.1:7077 (default: $SPARK_MASTER, else local[*])",
+        "--local", action="store_true", help="check in this process even when a checker service answers"
     )
     parser.add_argument(
         "--witnesses",
@@ -194,7 +196,13 @@ def _non_negative(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        result = check(args.results_dir, spark_master=args.spark_master, witnesses=args.witnesses)
+        result, checker = check_folder(
+            args.results_dir,
+            spark_master=args.spark_master,
+            witnesses=args.witnesses,
+            sock=args.socket,
+            local=args.local,
+        )
     except InputError as e:
         print(f"check: {e}", file=sys.stderr)
         return EXIT_BAD_ARGS
@@ -206,5 +214,5 @@ def run(args: argparse.Namespace) -> int:
         )
         return EXIT_INTERNAL
     print(table(result))
-    print(f"wrote {Path(args.results_dir) / 'results.json'}")
+    print(f"wrote {Path(args.results_dir) / 'results.json'} (checked by {checker})")
     return exit_code(result["valid"])

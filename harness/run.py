@@ -252,12 +252,13 @@ def run_test(args: argparse.Namespace, faults: list[str], name: str, seed: int) 
 
 def check_and_report(args: argparse.Namespace, run_dir: Path) -> int:
     """Check the run with the Spark checker, write the report, print the verdict and its path."""
-    from checkers.check import check
     from checkers.report import write_report
+    from checkers.service import check_folder
     from checkers.verdict import exit_code, table
 
     print("checking ...", file=sys.stderr)
-    result = check(run_dir, spark_master=args.spark_master, witnesses=args.witnesses)
+    result, checker = check_folder(run_dir, spark_master=args.spark_master, witnesses=args.witnesses)
+    print(f"checked by {checker}", file=sys.stderr)
     report = write_report(run_dir)
     print(table(result))
     print(f"report: {report}")

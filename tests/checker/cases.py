@@ -13,7 +13,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from histgen import INJECTIONS, MUTATIONS, Sim, inject, simulate, write_store
+from histgen import INJECTIONS, MUTATIONS, inject
+
+from checkers.synth import Sim, simulate, write_store
 
 CORRECT_SEEDS = range(4)
 RANDOM_CASES = 300

@@ -1,0 +1,288 @@
+"""Keep one Spark JVM warm and check results folders on request (the checker service).
+
+A check in a fresh process spends most of its time starting Spark and compiling and
+warming its queries, not on the history: a service started once checks each folder with
+the JVM warm, about twice as fast (bench/README.md, "Checker scale"). It warms up on
+synthetic histories (`checkers.synth`) as it starts. `python -m checkers check` and
+`harness run` use it whenever its socket answers, else they check in their own process.
+
+Protocol: a Unix socket (`--socket`, `$CHECKER_SOCKET`, else one per user in the temp
+folder), one JSON request line and one JSON reply line per connection:
+`{"op": "ping"}`, `{"op": "check", "results_dir": ..., "witnesses": N}`, `{"op": "stop"}`.
+Replies carry `ok`; a failed check says why (`error`) and the exit code it means (`exit`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import socketserver
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from checkers.jsonlines import InputError
+from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_VALID
+
+DEFAULT_WARM_LINES = 50_000
+WARM_ROUNDS = 2
+MAX_REQUEST = 1 << 20
+PING_TIMEOUT_S = 5.0
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+class ServiceError(RuntimeError):
+    """The service failed a check for a reason of its own (exit 255), or went away."""
+
+
+def default_socket() -> Path:
+    """`$CHECKER_SOCKET`, else dledger-checker-<uid>.sock in the temp folder."""
+    chosen = os.environ.get("CHECKER_SOCKET")
+    return Path(chosen) if chosen else Path(tempfile.gettempdir()) / f"dledger-checker-{os.getuid()}.sock"
+
+
+def request(path: Path, payload: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+    """Send one request to the service at `path` and return its reply (OSError if none)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(str(path))
+        sock.sendall((json.dumps(payload) + "\n").encode())
+        with sock.makefile("rb") as replies:
+            line = replies.readline()
+    if not line:
+        raise ServiceError(
+            f"the checker service at {path} closed the connection without a reply (did it stop?)"
+        )
+    return json.loads(line)
+
+
+def ping(path: Path) -> dict[str, Any] | None:
+    """The service's status, or None when nothing answers at `path` (missing or stale socket)."""
+    try:
+        return request(path, {"op": "ping"}, timeout=PING_TIMEOUT_S)
+    except (OSError, ServiceError, ValueError):
+        return None
+
+
+def check_folder(
+    results_dir: Path,
+    *,
+    spark_master: str | None,
+    witnesses: int,
+    sock: Path | None = None,
+    local: bool = False,
+) -> tuple[dict[str, Any], str]:
+    """Check `results_dir` on the service when one answers at `sock` on the same master, else
+    in this process. Returns the verdict and what checked it; raises InputError on bad input.
+    """
+    from checkers.check import check
+    from checkers.spark import master_url
+
+    path = sock or default_socket()
+    status = None if local else ping(path)
+    if status is None or (spark_master is not None and master_url(spark_master) != status["master"]):
+        return check(results_dir, spark_master=spark_master, witnesses=witnesses), "this process"
+    reply = request(
+        path, {"op": "check", "results_dir": str(Path(results_dir).resolve()), "witnesses": witnesses}
+    )
+    if reply["ok"]:
+        return reply["result"], f"the checker service at {path} (pid {status['pid']})"
+    if reply["exit"] == EXIT_BAD_ARGS:
+        raise InputError(reply["error"])
+    raise ServiceError(f"the checker service at {path}: {reply['error']}")
+
+
+class Service:
+    """The warm SparkSession and the one check it runs at a time."""
+
+    def __init__(self, master: str | None, warm_lines: int) -> None:
+        from checkers.spark import master_url
+
+        self.master = master_url(master)
+        self.warm_lines = warm_lines
+        self.state = "starting"
+        self.checks = 0
+        self.stopped = threading.Event()
+        self.spark: SparkSession | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start Spark and warm it up (holding the lock, so early checks wait for it)."""
+        from checkers.spark import session
+
+        with self._lock:
+            started = time.monotonic()
+            self.spark = session(self.master)
+            if self.warm_lines:
+                self.state = "warming"
+                _log(f"warming up: {WARM_ROUNDS} checks of synthetic histories ({self.warm_lines} lines)")
+                self._warm_up()
+            self.state = "ready"
+        _log(f"ready on {self.master} in {time.monotonic() - started:.1f} s")
+
+    def _warm_up(self) -> None:
+        """Check a correct history and a broken one, so both the screen and the exact checks
+        have been compiled and run before the first real check."""
+        from checkers.check import check_many
+        from checkers.layout import ResultsDir
+        from checkers.synth import simulate, write_lines
+
+        with tempfile.TemporaryDirectory(prefix="checker-warm-") as tmp:
+            correct = Path(tmp, "correct")
+            write_lines(correct, seed=1, n_lines=self.warm_lines)
+            sim = simulate(2, n_ops=200)
+            for entries in sim.final.values():  # a hole where an entry was: the exact checks run
+                del entries[len(entries) // 2]
+            broken = sim.write(Path(tmp, "broken"))
+            for _ in range(WARM_ROUNDS):
+                for folder in (correct, broken):
+                    check_many([ResultsDir.open(folder)], self.spark)
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "state": self.state,
+            "master": self.master,
+            "checks": self.checks,
+            "pid": os.getpid(),
+        }
+
+    def answer(self, req: Any) -> dict[str, Any]:
+        """The reply to one request; a failed check never stops the service."""
+        op = req.get("op") if isinstance(req, dict) else None
+        if op == "ping":
+            return self.status()
+        if op == "stop":
+            self.stopped.set()
+            return {"ok": True}
+        if op != "check" or not isinstance(req.get("results_dir"), str):
+            return _failure(EXIT_BAD_ARGS, f"bad request {str(req)[:200]!r}: expected op ping, check or stop")
+        return self._check(Path(req["results_dir"]), req.get("witnesses"))
+
+    def _check(self, results_dir: Path, witnesses: Any) -> dict[str, Any]:
+        from checkers.check import DEFAULT_WITNESSES, check
+
+        if witnesses is None:
+            witnesses = DEFAULT_WITNESSES
+        if not isinstance(witnesses, int) or witnesses < 0:
+            return _failure(EXIT_BAD_ARGS, f"witnesses must be a number 0 or more, not {witnesses!r}")
+        with self._lock:
+            started = time.monotonic()
+            try:
+                result = check(results_dir, spark_master=self.master, witnesses=witnesses)
+            except InputError as e:
+                _log(f"{results_dir}: {e}")
+                return _failure(EXIT_BAD_ARGS, str(e))
+            except Exception as e:  # the service outlives a failed check
+                first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+                _log(f"{results_dir}: internal error: {type(e).__name__}: {first}")
+                return _failure(EXIT_INTERNAL, f"internal error ({self.master}): {type(e).__name__}: {first}")
+            self.checks += 1
+        _log(f"{results_dir}: valid={result['valid']} in {time.monotonic() - started:.1f} s")
+        return {"ok": True, "result": result}
+
+
+def _failure(code: int, message: str) -> dict[str, Any]:
+    return {"ok": False, "exit": code, "error": message}
+
+
+def _log(message: str) -> None:
+    print(f"checker service: {message}", file=sys.stderr, flush=True)
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        line = self.rfile.readline(MAX_REQUEST)
+        try:
+            req = json.loads(line)
+        except ValueError:
+            reply = _failure(EXIT_BAD_ARGS, "a request is one JSON object on one line")
+        else:
+            reply = self.server.service.answer(req)  # type: ignore[attr-defined]
+        self.wfile.write((json.dumps(reply) + "\n").encode())
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+
+def serve(path: Path, master: str | None, warm_lines: int) -> int:
+    """Listen at `path` until stopped (`--stop`, SIGTERM or Ctrl-C); 254 if one already listens."""
+    running = ping(path)
+    if running is not None:
+        _log(
+            f"one already listens at {path} (pid {running['pid']}); stop it: python -m checkers serve --stop"
+        )
+        return EXIT_BAD_ARGS
+    path.unlink(missing_ok=True)  # a stale socket from a service that died
+    service = Service(master, warm_lines)
+    server = _Server(str(path), _Handler)
+    server.service = service  # type: ignore[attr-defined]
+    os.chmod(path, 0o600)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: service.stopped.set())
+    threading.Thread(target=server.serve_forever, name="checker-service", daemon=True).start()
+    _log(f"listening at {path}")
+    try:
+        threading.Thread(target=service.start, name="checker-warm-up", daemon=True).start()
+        while not service.stopped.wait(1.0):
+            pass
+    finally:
+        server.shutdown()
+        server.server_close()
+        path.unlink(missing_ok=True)
+        if service.spark is not None:
+            service.spark.stop()
+        _log("stopped")
+    return EXIT_VALID
+
+
+def add_place_arguments(parser: argparse.ArgumentParser, socket_help: str) -> None:
+    """--socket and --spark-master, as `serve` and `check` take them."""
+    parser.add_argument("--socket", type=Path, metavar="PATH", help=socket_help)
+    parser.add_argument(
+        "--spark-master",
+        metavar="URL",
+        help="Spark master, e.g. spark://127.0.0.1:7077 (default: $SPARK_MASTER, else local[*])",
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_place_arguments(
+        parser, "Unix socket to listen at (default: $CHECKER_SOCKET, else dledger-checker-<uid>.sock in /tmp)"
+    )
+    parser.add_argument(
+        "--warm-lines",
+        type=int,
+        default=DEFAULT_WARM_LINES,
+        metavar="N",
+        help=f"lines of the synthetic history checked to warm up (default {DEFAULT_WARM_LINES}; 0: none)",
+    )
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--stop", action="store_true", help="stop the service listening at the socket")
+    action.add_argument("--status", action="store_true", help="print the status of the service at the socket")
+
+
+def run(args: argparse.Namespace) -> int:
+    path: Path = args.socket or default_socket()
+    if args.stop or args.status:
+        status = ping(path)
+        if status is None:
+            print(f"serve: no checker service answers at {path}", file=sys.stderr)
+            return EXIT_BAD_ARGS
+        if args.stop:
+            request(path, {"op": "stop"}, timeout=PING_TIMEOUT_S)
+        print(json.dumps(status))
+        return EXIT_VALID
+    if args.warm_lines < 0:
+        print(f"serve: --warm-lines {args.warm_lines} is negative; pass 0 or more", file=sys.stderr)
+        return EXIT_BAD_ARGS
+    return serve(path, args.spark_master, args.warm_lines)

@@ -1,0 +1,317 @@
+"""Synthetic results folders: histories of a correct linearizable log, with final logs and events.
+
+`simulate` runs concurrent clients against one log in simulated time: each op takes effect
+at one instant between its invoke and its completion, appends may fail (never landing) or
+time out (`info`, landing or not, possibly after the timeout), leaders change with a no-op
+entry, and the nemesis leaves start/stop lines. The result is linearizable by construction.
+`write_lines` streams a huge history straight to disk. The checker service warms up on
+these, the benchmark times them, and the tests break them on purpose (tests/checker/histgen.py).
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MS = 1_000_000
+
+
+@dataclass
+class Sim:
+    """A generated run: history lines, each node's final log, events, test.json fields."""
+
+    history: list[dict[str, Any]]
+    log: list[tuple[int, str | None]]  # (term, id) per index; id None for a no-op
+    events: dict[str, list[dict[str, Any]]]
+    nodes: list[str]
+    read_mode: str = "read-index"
+    final: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.final:
+            entries = [{"log_index": i, "term": t, "id": x} for i, (t, x) in enumerate(self.log)]
+            self.final = {n: [dict(e) for e in entries] for n in self.nodes}
+
+    def ops(self, f: str, kind: str | None = None) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+        """(invoke, completion or None) pairs of client ops of kind `f`, completion type `kind`."""
+        open_: dict[Any, dict[str, Any]] = {}
+        pairs: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+        for line in self.history:
+            if line["process"] == "nemesis":
+                continue
+            if line["type"] == "invoke":
+                open_[line["process"]] = line
+            else:
+                inv = open_.pop(line["process"])
+                if inv["f"] == f and (kind is None or line["type"] == kind):
+                    pairs.append((inv, line))
+        pairs += [(inv, None) for inv in open_.values() if inv["f"] == f and kind in (None, "info")]
+        return pairs
+
+    def write(self, folder: Path, *, stores: bool = False) -> Path:
+        """Write the results folder (history, final logs, events, test.json; store files if asked)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / "history.jsonl").open("w") as out:
+            for index, line in enumerate(self.history):
+                out.write(json.dumps({"index": index, **line}) + "\n")
+        (folder / "final").mkdir(exist_ok=True)
+        for node, entries in self.final.items():
+            (folder / "final" / f"{node}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
+        for node, lines in self.events.items():
+            (folder / "nodes" / node).mkdir(parents=True, exist_ok=True)
+            (folder / "nodes" / node / "events.jsonl").write_text(
+                "".join(json.dumps(e) + "\n" for e in lines)
+            )
+        (folder / "test.json").write_text(json.dumps({"nodes": self.nodes, "read_mode": self.read_mode}))
+        if stores:
+            for node, entries in self.final.items():
+                write_store(folder / "nodes" / node / "data", entries)
+        return folder
+
+
+def write_store(directory: Path, entries: list[dict[str, Any]]) -> None:
+    """A node's store files holding `entries`, written by the node's own MmapStore."""
+    from nodes.logstore import MAGIC_NOOP, MAGIC_NORMAL, Entry
+    from nodes.mmapstore import MmapStore
+    from nodes.payload import encode_payload
+
+    store = MmapStore(directory, data_segment_size=1 << 16, index_segment_size=32 * 1024, flush="sync")
+    try:
+        store.append(
+            [
+                Entry(
+                    e["log_index"],
+                    e["term"],
+                    b"" if e["id"] is None else encode_payload(e["id"], 24),
+                    MAGIC_NOOP if e["id"] is None else MAGIC_NORMAL,
+                )
+                for e in entries
+            ]
+        )
+        store.set_committed(len(entries) - 1)
+    finally:
+        store.close()
+
+
+@dataclass
+class _World:
+    rng: random.Random
+    nodes: list[str]
+    log: list[tuple[int, str | None]] = field(default_factory=list)
+    term: int = 0
+    events: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def elect(self, now: int) -> None:
+        """A new leader: next term, role lines on every node, and its no-op entry."""
+        self.term += 1
+        leader = self.rng.choice(self.nodes)
+        for node in self.nodes:
+            role = "leader" if node == leader else "follower"
+            self.events.setdefault(node, []).append(
+                {
+                    "event": "role",
+                    "time_ns": now,
+                    "node": node,
+                    "term": self.term,
+                    "role": role,
+                    "leader": leader,
+                }
+            )
+        self.log.append((self.term, None))
+
+
+def _events(
+    n_ops: int,
+    rng: random.Random,
+    *,
+    concurrency: int,
+    nodes: list[str],
+    p_read: float,
+    p_fail: float,
+    p_info: float,
+    read_span: int,
+    elections: int,
+    nemesis: int,
+    world: _World,
+) -> Iterator[dict[str, Any]]:
+    """History lines (without index) in time order; `world` ends holding the final log."""
+    queue: list[tuple[int, int, str, Any]] = []
+    seq = 0
+
+    def at(time: int, what: str, data: Any) -> None:
+        nonlocal seq
+        seq += 1
+        heapq.heappush(queue, (time, seq, what, data))
+
+    processes = list(range(concurrency))
+    next_process = concurrency
+    for worker in range(concurrency):
+        at(rng.randrange(1, 5 * MS), "invoke", worker)
+    for k in range(elections):
+        at(int((k + 0.5) * n_ops * 2 * MS / max(1, elections) / concurrency), "elect", None)
+    for k in range(nemesis):
+        at(int((k + 0.3) * n_ops * 2 * MS / max(1, nemesis) / concurrency), "nemesis", k)
+    world.elect(0)
+    invoked = 0
+    counter = 0
+    while queue:
+        now, _, what, data = heapq.heappop(queue)
+        if what == "elect":
+            world.elect(now)
+        elif what == "nemesis":
+            f = ("start-partition", "stop-partition")[data % 2]
+            value = {"grudge": {"n1": ["n2"]}} if data % 2 == 0 else None
+            yield {"time": now, "type": "invoke", "process": "nemesis", "f": f, "value": value}
+            yield {"time": now + 1, "type": "info", "process": "nemesis", "f": f, "value": value}
+        elif what == "invoke":
+            if invoked >= n_ops:
+                continue
+            invoked += 1
+            worker = data
+            process = processes[worker]
+            node = rng.choice(world.nodes)
+            roll = rng.random()
+            outcome = "fail" if roll < p_fail else "info" if roll < p_fail + p_info else "ok"
+            latency = rng.randrange(1 * MS, 20 * MS)
+            if rng.random() < p_read:
+                start = max(0, len(world.log) - rng.randrange(0, 2 * read_span + 1))
+                value = {"from": start, "to": start + rng.randrange(0, read_span + 1)}
+                yield {
+                    "time": now,
+                    "type": "invoke",
+                    "process": process,
+                    "f": "read",
+                    "value": value,
+                    "node": node,
+                }
+                op = {"f": "read", "value": value, "outcome": outcome, "node": node, "worker": worker}
+                lands = outcome == "ok"
+            else:
+                counter += 1
+                ident = f"a{counter}"
+                yield {
+                    "time": now,
+                    "type": "invoke",
+                    "process": process,
+                    "f": "append",
+                    "value": {"id": ident},
+                    "node": node,
+                }
+                op = {
+                    "f": "append",
+                    "value": {"id": ident},
+                    "outcome": outcome,
+                    "node": node,
+                    "worker": worker,
+                }
+                lands = outcome == "ok" or (outcome == "info" and rng.random() < 0.5)
+            lin = now + rng.randrange(1, latency)
+            if lands:
+                at(lin if outcome == "ok" else now + rng.randrange(1, 2 * latency), "effect", op)
+            at(now + latency, "complete", op)
+        elif what == "effect":
+            if data["f"] == "append":
+                world.log.append((world.term, data["value"]["id"]))
+                data["result"] = {**data["value"], "log_index": len(world.log) - 1, "term": world.term}
+            else:
+                lo, hi = data["value"]["from"], data["value"]["to"]
+                entries = [[i, world.log[i][1]] for i in range(lo, min(hi, len(world.log) - 1) + 1)]
+                data["result"] = {**data["value"], "entries": entries, "commit_index": len(world.log) - 1}
+        elif what == "complete":
+            worker = data["worker"]
+            process = processes[worker]
+            value = data.get("result", data["value"]) if data["outcome"] == "ok" else data["value"]
+            line = {
+                "time": now,
+                "type": data["outcome"],
+                "process": process,
+                "f": data["f"],
+                "value": value,
+                "node": data["node"],
+            }
+            if data["outcome"] != "ok":
+                line["error"] = "timeout" if data["outcome"] == "info" else "not-leader"
+            yield line
+            if data["outcome"] == "info":
+                processes[worker] = next_process
+                next_process += 1
+            at(now + rng.randrange(0, 3 * MS), "invoke", worker)
+
+
+def simulate(
+    seed: int,
+    n_ops: int = 60,
+    *,
+    concurrency: int = 4,
+    nodes: int = 3,
+    p_read: float = 0.4,
+    p_fail: float = 0.08,
+    p_info: float = 0.1,
+    read_span: int = 3,
+    elections: int = 2,
+    nemesis: int = 2,
+    read_mode: str = "read-index",
+) -> Sim:
+    """A correct history of `n_ops` client ops (invoke + completion each)."""
+    rng = random.Random(seed)
+    world = _World(rng, [f"n{i}" for i in range(1, nodes + 1)])
+    lines = list(
+        _events(
+            n_ops,
+            rng,
+            concurrency=concurrency,
+            nodes=world.nodes,
+            p_read=p_read,
+            p_fail=p_fail,
+            p_info=p_info,
+            read_span=read_span,
+            elections=elections,
+            nemesis=nemesis,
+            world=world,
+        )
+    )
+    return Sim(lines, list(world.log), world.events, world.nodes, read_mode)
+
+
+def write_lines(folder: Path, seed: int, n_lines: int, *, concurrency: int = 10, nodes: int = 3) -> int:
+    """Stream a correct history of about `n_lines` lines into `folder` (for the benchmark).
+
+    Memory is the final log, not the history. Returns the number of history lines written.
+    """
+    rng = random.Random(seed)
+    world = _World(rng, [f"n{i}" for i in range(1, nodes + 1)])
+    folder.mkdir(parents=True, exist_ok=True)
+    dumps = json.JSONEncoder(separators=(",", ":")).encode
+    count = 0
+    with (folder / "history.jsonl").open("w", buffering=1 << 20) as out:
+        for line in _events(
+            n_lines // 2,
+            rng,
+            concurrency=concurrency,
+            nodes=world.nodes,
+            p_read=0.4,
+            p_fail=0.02,
+            p_info=0.02,
+            read_span=2,
+            elections=20,
+            nemesis=20,
+            world=world,
+        ):
+            line["index"] = count
+            out.write(dumps(line) + "\n")
+            count += 1
+    (folder / "final").mkdir(exist_ok=True)
+    for node in world.nodes:
+        with (folder / "final" / f"{node}.jsonl").open("w", buffering=1 << 20) as out:
+            for i, (term, ident) in enumerate(world.log):
+                out.write(dumps({"log_index": i, "term": term, "id": ident}) + "\n")
+    for node, lines in world.events.items():
+        (folder / "nodes" / node).mkdir(parents=True, exist_ok=True)
+        (folder / "nodes" / node / "events.jsonl").write_text("".join(dumps(e) + "\n" for e in lines))
+    (folder / "test.json").write_text(json.dumps({"nodes": world.nodes, "read_mode": "read-index"}))
+    return count

@@ -1,0 +1,126 @@
+"""The checker service for real: `python -m checkers serve` keeps one Spark JVM, the command
+line checks through it, and its verdicts are local mode's.
+
+One service (local[2], a small warm-up) serves every test of this module, in file order;
+the last test stops it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
+
+from checkers.service import ping, request
+from checkers.verdict import exit_code
+
+pytestmark = pytest.mark.spark
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class NotReady(Exception):
+    pass
+
+
+@retry(stop=stop_after_delay(300), wait=wait_fixed(0.5), retry=retry_if_exception_type(NotReady))
+def _wait_ready(sock: Path, proc: subprocess.Popen, log: Path) -> None:
+    assert proc.poll() is None, f"the service exited {proc.returncode}:\n{log.read_text()[-3000:]}"
+    status = ping(sock)
+    if status is None or status["state"] != "ready":
+        raise NotReady(str(status))
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "checkers", *args], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("service")
+    sock, log = folder / "checker.sock", folder / "service.log"
+    with log.open("w") as out:
+        serve = ["serve", "--socket", str(sock), "--spark-master", "local[2]", "--warm-lines", "2000"]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "checkers", *serve],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "CHECKER_DRIVER_MEMORY": "1g"},
+            start_new_session=True,
+        )
+    try:
+        _wait_ready(sock, proc, log)
+        yield sock, proc, log
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=60)
+
+
+@pytest.mark.parametrize("name", ["inject-lost", "stores-disagree", "ok-0"])
+def test_service_verdicts_are_local_modes(service, checked, tmp_path, name):
+    sock, _, _ = service
+    local = checked[name][1]
+    folder = shutil.copytree(checked[name][0].path, tmp_path / name)
+    done = _cli("check", str(folder), "--socket", str(sock), "--witnesses", "1000")
+    assert done.returncode == exit_code(local["valid"]), done.stderr[-3000:]
+    assert f"checked by the checker service at {sock}" in done.stdout
+    remote = json.loads((folder / "results.json").read_text())
+    assert remote["valid"] == local["valid"]
+    assert remote["checks"] == local["checks"]
+
+
+def test_bad_input_is_reported_and_the_service_keeps_serving(service, checked, tmp_path):
+    sock, _, _ = service
+    before = ping(sock)["checks"]
+    folder = shutil.copytree(checked["ok-1"][0].path, tmp_path / "broken")
+    lines = (folder / "history.jsonl").read_text().splitlines()
+    lines[4] = "{not json"
+    (folder / "history.jsonl").write_text("\n".join(lines) + "\n")
+    done = _cli("check", str(folder), "--socket", str(sock))
+    assert done.returncode == 254
+    assert "history.jsonl" in done.stderr and "line 5" in done.stderr and "not valid JSON" in done.stderr
+    with socket.socket(socket.AF_UNIX) as raw:
+        raw.connect(str(sock))
+        raw.sendall(b"hello\n")
+        reply = json.loads(raw.makefile().readline())
+    assert reply["ok"] is False and reply["exit"] == 254
+    assert request(sock, {"op": "check", "results_dir": str(tmp_path / "absent")})["exit"] == 254
+    status = ping(sock)
+    assert status["state"] == "ready" and status["checks"] == before
+
+
+def test_a_second_service_on_the_same_socket_is_refused(service):
+    sock, proc, _ = service
+    done = _cli("serve", "--socket", str(sock), "--warm-lines", "0")
+    assert done.returncode == 254
+    assert f"already listens at {sock} (pid {proc.pid})" in done.stderr
+
+
+def test_ping_is_none_without_a_service(tmp_path):
+    assert ping(tmp_path / "absent.sock") is None
+    stale = tmp_path / "stale.sock"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(stale))  # bound, never listening, then closed: what a killed service leaves
+    assert stale.exists() and ping(stale) is None
+    done = _cli("serve", "--socket", str(stale), "--status")
+    assert done.returncode == 254 and f"no checker service answers at {stale}" in done.stderr
+
+
+def test_stop_ends_the_service_and_removes_its_socket(service):
+    sock, proc, log = service
+    done = _cli("serve", "--socket", str(sock), "--stop")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["state"] == "ready"
+    assert proc.wait(timeout=120) == 0, log.read_text()[-3000:]
+    assert not sock.exists()
+    assert "checker service: stopped" in log.read_text()
