@@ -2,7 +2,10 @@
 
 For each size a correct history (10 concurrent clients, 40% reads, 3 nodes) is generated
 once into --data-dir, then checked in a fresh process: the whole check with Spark's start,
-and the check alone. Prints a table, writes bench/results/checker.json and checker.png.
+and the check alone. Then a checker service (`python -m checkers serve`) is started and,
+once it has warmed up, each size is checked through it with `python -m checkers check`
+(the whole command, and the check alone). Prints a table, writes
+bench/results/checker.json and checker.png.
 
     .venv/bin/python bench/checker.py [--sizes 100000 1000000 10000000] [--spark-master URL]
 """
@@ -14,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -56,6 +60,45 @@ def measure_one(folder: Path, master: str | None) -> dict[str, float]:
     }
 
 
+def measure_service(folders: list[Path], master: str | None) -> tuple[float, list[dict[str, float]]]:
+    """Start a checker service, wait until it is warm, check each folder through it.
+
+    Returns the service's start-to-ready time and, per folder, the whole `check` command's
+    time and the check's own (results.json stats).
+    """
+    from checkers.service import ping
+
+    sock = Path(tempfile.mkdtemp(prefix="bench-checker-")) / "checker.sock"
+    serve = [sys.executable, "-m", "checkers", "serve", "--socket", str(sock)]
+    master_args = ["--spark-master", master] if master else []
+    t0 = time.monotonic()
+    proc = subprocess.Popen([*serve, *master_args], cwd=ROOT, stderr=subprocess.DEVNULL)
+    try:
+        while (status := ping(sock)) is None or status["state"] != "ready":
+            if proc.poll() is not None:
+                raise SystemExit(f"the checker service exited {proc.returncode}")
+            time.sleep(0.5)
+        warm_s = time.monotonic() - t0
+        rows = []
+        for folder in folders:
+            t0 = time.monotonic()
+            subprocess.run(
+                [sys.executable, "-m", "checkers", "check", str(folder), "--socket", str(sock), *master_args],
+                cwd=ROOT,
+                capture_output=True,
+                check=False,
+            )
+            wall = time.monotonic() - t0
+            stats = json.loads((folder / "results.json").read_text())["stats"]
+            check_s = round(stats["load_s"] + stats["check_s"], 2)
+            rows.append({"service_wall_s": round(wall, 2), "service_check_s": check_s})
+            print(f"{folder.name}: through the warm service {wall:.1f} s", flush=True)
+    finally:
+        subprocess.run([*serve, "--stop"], capture_output=True, check=False)
+        proc.wait(timeout=120)
+    return round(warm_s, 1), rows
+
+
 def _generate(folder: Path, lines: int) -> int:
     from checkers.synth import write_lines
 
@@ -77,6 +120,7 @@ def _plot(rows: list[dict], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(sizes, [r["wall_s"] for r in rows], "o-", label="whole check (Spark start included)")
     ax.plot(sizes, [r["check_s"] for r in rows], "s-", label="check alone")
+    ax.plot(sizes, [r["service_wall_s"] for r in rows], "^-", label="through a warm checker service")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("history lines")
@@ -127,6 +171,9 @@ def main() -> int:
             f"jvm peak {row['jvm_peak_mib']:>7} MiB  verdict {row['verdict']}  load {row['load_average']}",
             flush=True,
         )
+    warm_s, served = measure_service([args.data_dir / f"h{size}" for size in args.sizes], args.spark_master)
+    for row, through in zip(rows, served, strict=True):
+        row.update(through)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{args.name}.json").write_text(
         json.dumps(
@@ -134,6 +181,7 @@ def main() -> int:
                 "benchmark": "checker",
                 "cores": os.cpu_count(),
                 "master": args.spark_master or "local[*]",
+                "service_warm_up_s": warm_s,
                 "rows": rows,
             },
             indent=1,
