@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from checkers.jsonlines import InputError
-from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_VALID
+from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_VALID, UsageError
 
 DEFAULT_WARM_LINES = 50_000
-WARM_ROUNDS = 2
+DEFAULT_WARM_ROUNDS = 2
 MAX_REQUEST = 1 << 20
 PING_TIMEOUT_S = 5.0
 
@@ -103,11 +103,12 @@ def check_folder(
 class Service:
     """The warm SparkSession and the one check it runs at a time."""
 
-    def __init__(self, master: str | None, warm_lines: int) -> None:
+    def __init__(self, master: str | None, warm_lines: int, warm_rounds: int) -> None:
         from checkers.spark import master_url
 
         self.master = master_url(master)
         self.warm_lines = warm_lines
+        self.warm_rounds = warm_rounds
         self.state = "starting"
         self.checks = 0
         self.stopped = threading.Event()
@@ -121,9 +122,9 @@ class Service:
         with self._lock:
             started = time.monotonic()
             self.spark = session(self.master)
-            if self.warm_lines:
+            if self.warm_lines and self.warm_rounds:
                 self.state = "warming"
-                _log(f"warming up: {WARM_ROUNDS} checks of synthetic histories ({self.warm_lines} lines)")
+                _log(f"warming up: {self.warm_rounds} rounds of synthetic histories, {self.warm_lines} lines")
                 self._warm_up()
             self.state = "ready"
         _log(f"ready on {self.master} in {time.monotonic() - started:.1f} s")
@@ -142,7 +143,7 @@ class Service:
             for entries in sim.final.values():  # a hole where an entry was: the exact checks run
                 del entries[len(entries) // 2]
             broken = sim.write(Path(tmp, "broken"))
-            for _ in range(WARM_ROUNDS):
+            for _ in range(self.warm_rounds):
                 for folder in (correct, broken):
                     check_many([ResultsDir.open(folder)], self.spark)
 
@@ -214,7 +215,7 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
 
 
-def serve(path: Path, master: str | None, warm_lines: int) -> int:
+def serve(path: Path, master: str | None, warm_lines: int, warm_rounds: int) -> int:
     """Listen at `path` until stopped (`--stop`, SIGTERM or Ctrl-C); 254 if one already listens."""
     running = ping(path)
     if running is not None:
@@ -223,7 +224,7 @@ def serve(path: Path, master: str | None, warm_lines: int) -> int:
         )
         return EXIT_BAD_ARGS
     path.unlink(missing_ok=True)  # a stale socket from a service that died
-    service = Service(master, warm_lines)
+    service = Service(master, warm_lines, warm_rounds)
     server = _Server(str(path), _Handler)
     server.service = service  # type: ignore[attr-defined]
     os.chmod(path, 0o600)
@@ -266,6 +267,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"lines of the synthetic history checked to warm up (default {DEFAULT_WARM_LINES}; 0: none)",
     )
+    parser.add_argument(
+        "--warm-rounds",
+        type=int,
+        default=DEFAULT_WARM_ROUNDS,
+        metavar="N",
+        help=f"how many times the warm-up checks its histories (default {DEFAULT_WARM_ROUNDS})",
+    )
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--stop", action="store_true", help="stop the service listening at the socket")
     action.add_argument("--status", action="store_true", help="print the status of the service at the socket")
@@ -282,7 +290,6 @@ def run(args: argparse.Namespace) -> int:
             request(path, {"op": "stop"}, timeout=PING_TIMEOUT_S)
         print(json.dumps(status))
         return EXIT_VALID
-    if args.warm_lines < 0:
-        print(f"serve: --warm-lines {args.warm_lines} is negative; pass 0 or more", file=sys.stderr)
-        return EXIT_BAD_ARGS
-    return serve(path, args.spark_master, args.warm_lines)
+    if args.warm_lines < 0 or args.warm_rounds < 0:
+        raise UsageError("--warm-lines and --warm-rounds take 0 or more")
+    return serve(path, args.spark_master, args.warm_lines, args.warm_rounds)

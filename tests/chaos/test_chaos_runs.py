@@ -65,13 +65,19 @@ def test_unsafe_reads_of_an_isolated_leader_are_caught(results):
     assert leftovers(read_json(run_dir / "test.json")["run_id"]) == []
 
 
+def _default_sigint() -> None:
+    """Ctrl-C's default in the child even when the suite runs as a background job of a
+    script (which starts with SIGINT ignored, and Python keeps an inherited SIG_IGN)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_interrupted_run_leaves_usable_results_and_no_containers(results, tmp_path):
     out_path, err_path = tmp_path / "stdout", tmp_path / "stderr"
     with out_path.open("w") as out, err_path.open("w") as err:
         process = subprocess.Popen(
             [sys.executable, "-m", "harness", "run", "--results-dir", str(results), "--nodes", "3",
              "--time-limit", "120", "--nemesis", "kill", "--nemesis-interval", "3", "--name", "interrupted"],
-            cwd=REPO, stdout=out, stderr=err, text=True)
+            cwd=REPO, stdout=out, stderr=err, text=True, preexec_fn=_default_sigint)
     try:
         waiting = tenacity.Retrying(stop=tenacity.stop_after_delay(600), wait=tenacity.wait_fixed(0.5),
                                     retry=tenacity.retry_if_exception_type(AssertionError), reraise=True)

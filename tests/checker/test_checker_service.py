@@ -49,6 +49,7 @@ def service(tmp_path_factory):
     sock, log = folder / "checker.sock", folder / "service.log"
     with log.open("w") as out:
         serve = ["serve", "--socket", str(sock), "--spark-master", "local[2]", "--warm-lines", "2000"]
+        serve += ["--warm-rounds", "1"]
         proc = subprocess.Popen(
             [sys.executable, "-m", "checkers", *serve],
             cwd=ROOT,
@@ -104,6 +105,11 @@ def test_a_second_service_on_the_same_socket_is_refused(service):
     done = _cli("serve", "--socket", str(sock), "--warm-lines", "0")
     assert done.returncode == 254
     assert f"already listens at {sock} (pid {proc.pid})" in done.stderr
+
+
+def test_bad_serve_arguments_exit_254():
+    done = _cli("serve", "--warm-rounds", "-1")
+    assert done.returncode == 254 and "--warm-rounds take 0 or more" in done.stderr
 
 
 def test_ping_is_none_without_a_service(tmp_path):
