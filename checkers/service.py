@@ -20,6 +20,7 @@ import os
 import signal
 import socket
 import socketserver
+import stat
 import sys
 import tempfile
 import threading
@@ -90,6 +91,8 @@ def check_folder(
     status = None if local else ping(path)
     if status is None or (spark_master is not None and master_url(spark_master) != status["master"]):
         return check(results_dir, spark_master=spark_master, witnesses=witnesses), "this process"
+    if status["state"] != "ready":
+        print(f"the checker service at {path} is {status['state']}; the check waits for it", file=sys.stderr)
     reply = request(
         path, {"op": "check", "results_dir": str(Path(results_dir).resolve()), "witnesses": witnesses}
     )
@@ -113,6 +116,7 @@ class Service:
         self.checks = 0
         self.stopped = threading.Event()
         self.spark: SparkSession | None = None
+        self.failure: str | None = None
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -121,11 +125,17 @@ class Service:
 
         with self._lock:
             started = time.monotonic()
-            self.spark = session(self.master)
-            if self.warm_lines and self.warm_rounds:
-                self.state = "warming"
-                _log(f"warming up: {self.warm_rounds} rounds of synthetic histories, {self.warm_lines} lines")
-                self._warm_up()
+            try:
+                self.spark = session(self.master)
+                if self.warm_lines and self.warm_rounds:
+                    self.state = "warming"
+                    _log(f"warming up: {self.warm_rounds} rounds of {self.warm_lines}-line histories")
+                    self._warm_up()
+            except Exception as e:  # no Spark, no service: say why and stop
+                self.failure = f"{type(e).__name__}: {str(e).strip()[:500]}"
+                _log(f"cannot start Spark on {self.master}: {self.failure}")
+                self.stopped.set()
+                return
             self.state = "ready"
         _log(f"ready on {self.master} in {time.monotonic() - started:.1f} s")
 
@@ -223,6 +233,9 @@ def serve(path: Path, master: str | None, warm_lines: int, warm_rounds: int) -> 
             f"one already listens at {path} (pid {running['pid']}); stop it: python -m checkers serve --stop"
         )
         return EXIT_BAD_ARGS
+    if path.exists() and not stat.S_ISSOCK(path.stat().st_mode):
+        _log(f"{path} exists and is not a socket; pass another --socket")
+        return EXIT_BAD_ARGS
     path.unlink(missing_ok=True)  # a stale socket from a service that died
     service = Service(master, warm_lines, warm_rounds)
     server = _Server(str(path), _Handler)
@@ -243,7 +256,7 @@ def serve(path: Path, master: str | None, warm_lines: int, warm_rounds: int) -> 
         if service.spark is not None:
             service.spark.stop()
         _log("stopped")
-    return EXIT_VALID
+    return EXIT_INTERNAL if service.failure else EXIT_VALID
 
 
 def add_place_arguments(parser: argparse.ArgumentParser, socket_help: str) -> None:

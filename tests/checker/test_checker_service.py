@@ -112,6 +112,22 @@ def test_bad_serve_arguments_exit_254():
     assert done.returncode == 254 and "--warm-rounds take 0 or more" in done.stderr
 
 
+def test_a_path_that_is_not_a_socket_is_left_alone(tmp_path):
+    taken = tmp_path / "notes.txt"
+    taken.write_text("keep me")
+    done = _cli("serve", "--socket", str(taken), "--warm-lines", "0")
+    assert done.returncode == 254 and "is not a socket" in done.stderr
+    assert taken.read_text() == "keep me"
+
+
+def test_a_service_that_cannot_start_spark_says_why_and_exits_255(tmp_path):
+    sock = tmp_path / "checker.sock"
+    done = _cli("serve", "--socket", str(sock), "--spark-master", "bogus://nowhere", "--warm-lines", "0")
+    assert done.returncode == 255
+    assert "cannot start Spark on bogus://nowhere" in done.stderr and "bogus://nowhere" in done.stderr
+    assert not sock.exists()
+
+
 def test_ping_is_none_without_a_service(tmp_path):
     assert ping(tmp_path / "absent.sock") is None
     stale = tmp_path / "stale.sock"
