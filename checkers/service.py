@@ -238,7 +238,11 @@ def serve(path: Path, master: str | None, warm_lines: int, warm_rounds: int) -> 
         return EXIT_BAD_ARGS
     path.unlink(missing_ok=True)  # a stale socket from a service that died
     service = Service(master, warm_lines, warm_rounds)
-    server = _Server(str(path), _Handler)
+    try:
+        server = _Server(str(path), _Handler)
+    except OSError as e:  # a missing folder, no permission, a path over the 107 bytes a socket takes
+        _log(f"cannot listen at {path}: {e.strerror or e}; pass another --socket")
+        return EXIT_BAD_ARGS
     server.service = service  # type: ignore[attr-defined]
     os.chmod(path, 0o600)
     for sig in (signal.SIGTERM, signal.SIGINT):

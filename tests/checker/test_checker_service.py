@@ -7,6 +7,7 @@ the last test stops it.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -80,6 +81,21 @@ def test_service_verdicts_are_local_modes(service, checked, tmp_path, name):
     assert remote["checks"] == local["checks"]
 
 
+def test_harness_checks_a_run_through_the_service(service, checked, tmp_path, monkeypatch, capsys):
+    from harness.run import check_and_report
+
+    sock, _, _ = service
+    monkeypatch.setenv("CHECKER_SOCKET", str(sock))
+    before = ping(sock)["checks"]
+    folder = shutil.copytree(checked["inject-hole"][0].path, tmp_path / "run")
+    args = argparse.Namespace(spark_master=None, witnesses=10)
+    assert check_and_report(args, folder) == exit_code(checked["inject-hole"][1]["valid"])
+    out = capsys.readouterr()
+    assert f"checked by the checker service at {sock}" in out.err
+    assert f"report: {folder}/report.html" in out.out and (folder / "report.html").stat().st_size > 0
+    assert ping(sock)["checks"] == before + 1
+
+
 def test_bad_input_is_reported_and_the_service_keeps_serving(service, checked, tmp_path):
     sock, _, _ = service
     before = ping(sock)["checks"]
@@ -112,12 +128,15 @@ def test_bad_serve_arguments_exit_254():
     assert done.returncode == 254 and "--warm-rounds take 0 or more" in done.stderr
 
 
-def test_a_path_that_is_not_a_socket_is_left_alone(tmp_path):
+def test_a_socket_path_that_cannot_be_used_is_refused(tmp_path):
     taken = tmp_path / "notes.txt"
     taken.write_text("keep me")
     done = _cli("serve", "--socket", str(taken), "--warm-lines", "0")
     assert done.returncode == 254 and "is not a socket" in done.stderr
     assert taken.read_text() == "keep me"
+    nowhere = tmp_path / "absent" / "checker.sock"
+    done = _cli("serve", "--socket", str(nowhere), "--warm-lines", "0")
+    assert done.returncode == 254 and f"cannot listen at {nowhere}" in done.stderr
 
 
 def test_a_service_that_cannot_start_spark_says_why_and_exits_255(tmp_path):
