@@ -66,8 +66,6 @@ class History:
         k (seen_max, or rfrom - 1), gap (the read's entries skip an index of rfrom..k),
         p_ack, p_seen.
     read_entries: hid, rid, log_index, id.
-    invokes: the paired, sound client invokes all three are made of (a line's columns, its
-        completion's as next_*, `done`, p_ack and p_seen), for a pass that needs them together.
 
     p_ack and p_seen are the real-time prefixes at the op's invoke: the highest index
     acknowledged to an ok append, and the highest index an ok read saw, among the ops that
@@ -77,7 +75,6 @@ class History:
     appends: DataFrame
     reads: DataFrame
     read_entries: DataFrame
-    invokes: DataFrame
     stats: dict[int, dict[str, Any]]
     cached: DataFrame
     lines: int
@@ -247,33 +244,26 @@ def load_history(spark: SparkSession, dirs: list[ResultsDir], *, bucket_lines: i
     good = good.join(F.broadcast(carry), ["hid", "_b"], "left").withColumns(
         {"p_ack": F.greatest("l_ack", "c_ack"), "p_seen": F.greatest("l_seen", "c_seen")}
     )
-    return History(*_ops(good), invokes=good, stats=stats, cached=kept, lines=lines)
-
-
-def append_columns() -> dict[str, Column]:
-    """The columns of `History.appends` (but hid), over a row of `History.invokes`."""
-    done, next_v, acked = F.col("done"), F.col("next_v"), F.col("next_type") == "ok"
-    return {
-        "id": F.col("v")["id"],
-        "status": F.when(done, F.col("next_type")).otherwise("info"),
-        "process": F.col("process").cast("long"),
-        "node": F.col("node"),
-        "inv_index": F.col("index"),
-        "inv_time": F.col("time"),
-        "cmp_index": F.when(done, F.col("next_index")),
-        "cmp_time": F.when(done, F.col("next_time")),
-        "ack_index": F.when(acked, next_v["log_index"]),
-        "ack_term": F.when(acked, next_v["term"]),
-        "p_ack": F.col("p_ack"),
-        "p_seen": F.col("p_seen"),
-    }
+    return History(*_ops(good), stats=stats, cached=kept, lines=lines)
 
 
 def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
     """appends, reads and read_entries from the paired, validated invokes."""
-    next_v = F.col("next_v")
+    done, next_v = F.col("done"), F.col("next_v")
     appends = good.where(F.col("f") == "append").select(
-        "hid", *[column.alias(name) for name, column in append_columns().items()]
+        "hid",
+        F.col("v")["id"].alias("id"),
+        F.when(done, F.col("next_type")).otherwise("info").alias("status"),
+        F.col("process").cast("long").alias("process"),
+        "node",
+        F.col("index").alias("inv_index"),
+        F.col("time").alias("inv_time"),
+        F.when(done, F.col("next_index")).alias("cmp_index"),
+        F.when(done, F.col("next_time")).alias("cmp_time"),
+        F.when(F.col("next_type") == "ok", next_v["log_index"]).alias("ack_index"),
+        F.when(F.col("next_type") == "ok", next_v["term"]).alias("ack_term"),
+        "p_ack",
+        "p_seen",
     )
     ok_reads = good.where((F.col("f") == "read") & (F.col("next_type") == "ok"))
     indexes = _entry_indexes(next_v)

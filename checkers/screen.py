@@ -22,7 +22,6 @@ from pyspark.sql import functions as F
 
 from checkers.anomalies import anomalies_where, anomaly, suspect
 from checkers.finallogs import FinalLogs
-from checkers.history import append_columns
 from checkers.tables import NOOP_KEY, Tables, append_ref
 
 FINAL_BLOCK = 1 << 14
@@ -54,10 +53,16 @@ def by_id(t: Tables) -> DataFrame:
     one landed at or below an index a read saw before it was invoked (future read): exact
     while every acknowledged index is right, which the other conditions show.
     """
-    placed = t.cluster.select(
-        "hid", F.coalesce("id", _noop(F.col("log_index"))).alias("id"), F.col("log_index").alias("at")
+    noop = F.concat(F.lit(NOOP_KEY + ":"), F.col("log_index").cast("string"))
+    code = F.array_position(F.array(*[F.lit(x) for x in _STATUSES]), F.col("status"))
+    appended = t.appends.withColumn("status", code).select("hid", "id", *_NUMBERS)
+    claimed = t.read_entries.select(
+        "hid", F.coalesce("id", noop).alias("id"), F.col("log_index").alias("claim"), "rid"
     )
-    facts = _history_facts(t).unionByName(placed, allowMissingColumns=True)
+    placed = t.cluster.select("hid", F.coalesce("id", noop).alias("id"), F.col("log_index").alias("at"))
+    facts = appended.unionByName(claimed, allowMissingColumns=True).unionByName(
+        placed, allowMissingColumns=True
+    )
     ids = facts.groupBy("hid", "id").agg(
         *[F.max(c).alias(c) for c in _NUMBERS],
         F.min("claim").alias("claim_lo"),
@@ -91,44 +96,6 @@ def by_id(t: Tables) -> DataFrame:
         ],
     ]
     return anomalies_where(ids, cases)
-
-
-def _noop(log_index: Column) -> Column:
-    return F.concat(F.lit(NOOP_KEY + ":"), log_index.cast("string"))
-
-
-def _history_facts(t: Tables) -> DataFrame:
-    """hid, id, _NUMBERS (status coded), claim, rid: a row per append and per entry an ok read
-    saw (claim: its index, rid: the read), made in one pass over the paired invokes."""
-    columns = append_columns()
-    columns["status"] = F.array_position(F.array(*[F.lit(x) for x in _STATUSES]), columns["status"])
-    none = F.lit(None).cast("long")
-    appended = F.array(
-        F.struct(
-            columns["id"].alias("id"),
-            *[columns[c].cast("long").alias(c) for c in _NUMBERS],
-            none.alias("claim"),
-            none.alias("rid"),
-        )
-    )
-
-    def claim(entry: Column) -> Column:
-        at = entry[0].cast("long")
-        return F.struct(
-            F.coalesce(entry[1], _noop(at)).alias("id"),
-            *[none.alias(c) for c in _NUMBERS],
-            at.alias("claim"),
-            F.col("index").alias("rid"),
-        )
-
-    is_append = F.col("f") == "append"
-    ok_read = (F.col("f") == "read") & (F.col("next_type") == "ok")
-    facts = F.when(is_append, appended).otherwise(F.transform(F.col("next_v")["entries"], claim))
-    return (
-        t.history.invokes.where(is_append | ok_read)
-        .select("hid", F.explode(facts).alias("fact"))
-        .select("hid", "fact.*")
-    )
 
 
 def read_flags(t: Tables) -> DataFrame:
