@@ -1,0 +1,23 @@
+"""The checker's SparkSession helpers, on the real session."""
+
+from __future__ import annotations
+
+import pytest
+
+from checkers.spark import sql_conf
+
+pytestmark = pytest.mark.spark
+BYPASS = "spark.sql.execution.bypassPartialAggregation"
+
+
+def test_sql_conf_sets_a_setting_for_its_block_and_restores_it(spark):
+    spark.conf.unset(BYPASS)
+    default = spark.conf.get(BYPASS)
+    with sql_conf(spark, BYPASS, "true"):
+        assert spark.conf.get(BYPASS) == "true"
+    assert spark.conf.get(BYPASS) == default
+    spark.conf.set("spark.sql.shuffle.partitions", "7")
+    with pytest.raises(RuntimeError), sql_conf(spark, "spark.sql.shuffle.partitions", "3"):
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
+        raise RuntimeError("a failed query")
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "7"
