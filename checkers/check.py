@@ -197,6 +197,12 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def internal_error(e: Exception, master: str) -> str:
+    """What went wrong, in one line: the message must say what happened, not only a JVM stack trace."""
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"internal error ({master}): {type(e).__name__}: {first}"
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         result, checker = check_folder(
@@ -209,12 +215,8 @@ def run(args: argparse.Namespace) -> int:
     except InputError as e:
         print(f"check: {e}", file=sys.stderr)
         return EXIT_BAD_ARGS
-    except Exception as e:  # the message must say what happened, not only a JVM stack trace
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        print(
-            f"check: internal error ({master_url(args.spark_master)}): {type(e).__name__}: {first}",
-            file=sys.stderr,
-        )
+    except Exception as e:
+        print(f"check: {internal_error(e, master_url(args.spark_master))}", file=sys.stderr)
         return EXIT_INTERNAL
     print(table(result))
     print(f"wrote {Path(args.results_dir) / 'results.json'} (checked by {checker})")

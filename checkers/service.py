@@ -179,7 +179,7 @@ class Service:
         return self._check(Path(req["results_dir"]), req.get("witnesses"))
 
     def _check(self, results_dir: Path, witnesses: Any) -> dict[str, Any]:
-        from checkers.check import DEFAULT_WITNESSES, check
+        from checkers.check import DEFAULT_WITNESSES, check, internal_error
 
         if witnesses is None:
             witnesses = DEFAULT_WITNESSES
@@ -193,9 +193,9 @@ class Service:
                 _log(f"{results_dir}: {e}")
                 return _failure(EXIT_BAD_ARGS, str(e))
             except Exception as e:  # the service outlives a failed check
-                first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-                _log(f"{results_dir}: internal error: {type(e).__name__}: {first}")
-                return _failure(EXIT_INTERNAL, f"internal error ({self.master}): {type(e).__name__}: {first}")
+                message = internal_error(e, self.master)
+                _log(f"{results_dir}: {message}")
+                return _failure(EXIT_INTERNAL, message)
             self.checks += 1
         _log(f"{results_dir}: valid={result['valid']} in {time.monotonic() - started:.1f} s")
         return {"ok": True, "result": result}
