@@ -76,11 +76,12 @@ class History:
     reads: DataFrame
     read_entries: DataFrame
     stats: dict[int, dict[str, Any]]
-    cached: DataFrame
+    cached: list[DataFrame]
     lines: int
 
     def unpersist(self) -> None:
-        self.cached.unpersist()
+        for df in self.cached:
+            df.unpersist()
 
 
 def _corrupt() -> Column:
@@ -176,20 +177,23 @@ def _kept(lines: DataFrame) -> DataFrame:
     return rows.withColumn("_edge", edge).where(F.coalesce(keep, F.lit(True)))
 
 
-def _events(kept: DataFrame) -> DataFrame:
-    """Every line that stands for itself: invokes (with their completion as next_*), nemesis
-    lines, and bad or unpaired lines; the first and last lines of each bucket paired across.
-    """
-    inner = kept.where(~F.col("_edge"))
-    edge = kept.where(F.col("_edge"))
+def _paired_edges(kept: DataFrame) -> DataFrame:
+    """The first and last lines of each bucket's processes, paired across buckets."""
     first, last = F.col("prev_type").isNull(), F.col("next_type").isNull()
     across = Window.partitionBy("hid", "process").orderBy("index")
-    edge = edge.withColumns(
+    return kept.where(F.col("_edge")).withColumns(
         {
             **{f"next_{c}": F.when(last, F.lead(c).over(across)).otherwise(F.col(f"next_{c}")) for c in NEXT},
             **{f"prev_{c}": F.when(first, F.lag(c).over(across)).otherwise(F.col(f"prev_{c}")) for c in PREV},
         }
     )
+
+
+def _events(kept: DataFrame, edge: DataFrame) -> DataFrame:
+    """Every line that stands for itself: invokes (with their completion as next_*), nemesis
+    lines, and bad or unpaired lines; `edge` is `_paired_edges(kept)`.
+    """
+    inner = kept.where(~F.col("_edge"))
     client, invoke = F.col("process") != NEMESIS, F.col("type") == "invoke"
     rows = inner.unionByName(edge).withColumn("bad_pair", client & F.coalesce(_bad_pairing(), F.lit(False)))
     # A sound client completion whose invoke is the line before it is kept as that invoke's
@@ -230,12 +234,15 @@ def load_history(spark: SparkSession, dirs: list[ResultsDir], *, bucket_lines: i
     client = F.col("process") != NEMESIS
     invoke = F.col("type") == "invoke"
     kept = _kept(_lines(spark, files, bucket_lines)).cache()
-    events = _events(kept)
+    # Every table derived from the history reads the edges: they are paired across buckets once.
+    edge = _paired_edges(kept).cache()
+    events = _events(kept, edge)
     try:
         rows = _summary(events, bucket_lines)
         stats, lines = _validate(rows, files)
         carry = _carry(spark, rows, stats, bucket_lines)
     except BaseException:
+        edge.unpersist()
         kept.unpersist()
         raise
     good = events.where(~F.col("bad") & client & invoke).withColumn(
@@ -244,7 +251,7 @@ def load_history(spark: SparkSession, dirs: list[ResultsDir], *, bucket_lines: i
     good = good.join(F.broadcast(carry), ["hid", "_b"], "left").withColumns(
         {"p_ack": F.greatest("l_ack", "c_ack"), "p_seen": F.greatest("l_seen", "c_seen")}
     )
-    return History(*_ops(good), stats=stats, cached=kept, lines=lines)
+    return History(*_ops(good), stats=stats, cached=[edge, kept], lines=lines)
 
 
 def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
