@@ -8,7 +8,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers.anomalies import anomalies_where, anomaly, anomaly_rows
-from checkers.tables import NOOP_KEY, Tables, append_ref, read_ref
+from checkers.blocksums import NOOP_KEY
+from checkers.tables import Tables, append_ref, read_ref
 
 
 def _claim() -> F.Column:

@@ -13,9 +13,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from checkers.anomalies import anomaly_rows
+from checkers.blocksums import NOOP_KEY
 from checkers.finallogs import FinalLogs
 from checkers.layout import ResultsDir
-from checkers.tables import NOOP_KEY
 
 STORE_SCHEMA = "hid long, node string, log_index long, term long, magic int, id string, crc_ok boolean"
 

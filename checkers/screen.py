@@ -6,27 +6,22 @@ no search, no sort of the whole history beyond the one that pairs its ops. Whate
 screen cannot clear (a `~<check>` row, or a flag from here) makes the caller run the exact
 checks, which give the counts and witnesses.
 
-The final logs are compared block by block (`FINAL_BLOCK` indexes): each node's entries
-and the cluster's are summed as 31-bit hashes of (index, term, id), under two seeds, and
-the cluster's indexes are compared with 0..end the same way. Equal sums are taken as equal
-blocks: two different blocks pass only if both sums collide, about one chance in 2^62.
+The final logs are compared block by block (`blocksums`, summed while they are loaded):
+each node's blocks with the cluster's, and the cluster's indexes with 0..end.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from checkers.anomalies import anomalies_where, anomaly, suspect
+from checkers.blocksums import FINAL_BLOCK, NOOP_KEY, Sums, block_sums, sums_table
 from checkers.finallogs import FinalLogs
-from checkers.tables import NOOP_KEY, Tables, append_ref
+from checkers.tables import Tables, append_ref
 
-FINAL_BLOCK = 1 << 14
-_MASK = (1 << 31) - 1
-Sums = tuple[int, int, int, int]  # entries, hash of (index, term, id) twice, hash of index
 # What the grouping by id keeps of an append: numbers only, the status too.
 _NUMBERS = [
     "status",
@@ -120,28 +115,6 @@ def _misses(prefix: str) -> Column:
     return F.col(prefix).isNotNull() & (F.least(prefix, "rto") > F.col("k"))
 
 
-def _hash(seed: str, *cols: Column) -> Column:
-    return F.xxhash64(F.lit(seed), *cols).bitwiseAND(F.lit(_MASK))
-
-
-def _sums(df: DataFrame, keys: list[str]) -> DataFrame:
-    ident = F.coalesce("id", F.lit(NOOP_KEY))
-    return (
-        df.withColumn("_b", F.floor(F.col("log_index") / FINAL_BLOCK))
-        .groupBy(*keys, "_b")
-        .agg(
-            F.count("*").alias("n"),
-            F.sum(_hash("a", "log_index", "term", ident)).alias("h1"),
-            F.sum(_hash("b", "log_index", "term", ident)).alias("h2"),
-            F.sum(_hash("i", "log_index")).alias("hi"),
-        )
-    )
-
-
-def _table(rows: list[Any], keys: list[str]) -> dict[tuple, Sums]:
-    return {tuple(r[k] for k in keys): (r["n"], r["h1"], r["h2"], r["hi"]) for r in rows}
-
-
 def final_log_flags(spark: SparkSession, finals: FinalLogs) -> dict[int, set[str]]:
     """hid -> checks whose anomalies the final logs may hold (empty when they are sound).
 
@@ -151,7 +124,7 @@ def final_log_flags(spark: SparkSession, finals: FinalLogs) -> dict[int, set[str
     flags: dict[int, set[str]] = defaultdict(set)
     if not finals.longest:
         return flags
-    nodes = _table(_sums(finals.entries, ["hid", "node"]).collect(), ["hid", "node", "_b"])
+    nodes = finals.blocks
     cluster = {(hid, b): s for (hid, node, b), s in nodes.items() if finals.longest.get(hid) == node}
     ends = [(hid, end) for hid, node in finals.longest.items() if (end := finals.ends[hid][node]) >= 0]
     expected: dict[tuple, Sums] = {}
@@ -163,7 +136,7 @@ def final_log_flags(spark: SparkSession, finals: FinalLogs) -> dict[int, set[str
         indexes = indexes.select(
             "hid", "log_index", F.lit(None).cast("long").alias("term"), F.lit("").alias("id")
         )
-        expected = _table(_sums(indexes, ["hid"]).collect(), ["hid", "_b"])
+        expected = sums_table(block_sums(indexes, ["hid"]).collect(), ["hid"])
     for (hid, b), (n, _, _, hi) in expected.items():
         got = cluster.get((hid, b))
         if got is None or (got[0], got[3]) != (n, hi):
@@ -204,5 +177,5 @@ def _partial_blocks(spark: SparkSession, finals: FinalLogs) -> dict[tuple, Sums]
         )
         .drop("_cb", "end")
     )
-    sums = _table(_sums(rows, ["hid", "node"]).collect(), ["hid", "node", "_b"])
+    sums = sums_table(block_sums(rows, ["hid", "node"]).collect(), ["hid", "node"])
     return {(hid, node): s for (hid, node, _), s in sums.items()}

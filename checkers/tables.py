@@ -14,8 +14,6 @@ from pyspark.sql import functions as F
 from checkers.finallogs import FinalLogs
 from checkers.history import History
 
-NOOP_KEY = "\u0000noop"  # stands for a no-op's null id where ids are compared
-
 
 @dataclass
 class Tables:
