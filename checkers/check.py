@@ -28,7 +28,7 @@ from checkers.service import add_place_arguments, check_folder
 from checkers.spark import master_url, session, shuffle_partitions_for, sql_conf
 from checkers.tables import Tables
 from checkers.verdict import INFORMATIONAL, decide, exit_code, table
-from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL
+from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, non_negative
 
 DEFAULT_WITNESSES = 10
 NEEDS_FINAL_LOG = ("lost", "index-mismatch", "realtime-reorder", "hole", "recovered")
@@ -183,18 +183,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--witnesses",
-        type=_non_negative,
+        type=non_negative,
         default=DEFAULT_WITNESSES,
         metavar="N",
         help=f"witnesses kept per check (default {DEFAULT_WITNESSES})",
     )
-
-
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is negative; pass 0 or more")
-    return value
 
 
 def internal_error(e: Exception, master: str) -> str:

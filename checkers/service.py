@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from checkers.jsonlines import InputError
-from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_VALID, UsageError
+from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_VALID, non_negative
 
 DEFAULT_WARM_LINES = 50_000
 DEFAULT_WARM_ROUNDS = 2
@@ -279,14 +279,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--warm-lines",
-        type=int,
+        type=non_negative,
         default=DEFAULT_WARM_LINES,
         metavar="N",
         help=f"lines of the synthetic history checked to warm up (default {DEFAULT_WARM_LINES}; 0: none)",
     )
     parser.add_argument(
         "--warm-rounds",
-        type=int,
+        type=non_negative,
         default=DEFAULT_WARM_ROUNDS,
         metavar="N",
         help=f"how many times the warm-up checks its histories (default {DEFAULT_WARM_ROUNDS})",
@@ -307,6 +307,4 @@ def run(args: argparse.Namespace) -> int:
             request(path, {"op": "stop"}, timeout=PING_TIMEOUT_S)
         print(json.dumps(status))
         return EXIT_VALID
-    if args.warm_lines < 0 or args.warm_rounds < 0:
-        raise UsageError("--warm-lines and --warm-rounds take 0 or more")
     return serve(path, args.spark_master, args.warm_lines, args.warm_rounds)

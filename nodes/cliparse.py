@@ -23,6 +23,14 @@ class UsageError(ValueError):
     """Bad arguments a command finds after parsing; `run_subcommands` prints its usage and exits 254."""
 
 
+def non_negative(text: str) -> int:
+    """An argparse type: a whole number, 0 or more."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative; pass 0 or more")
+    return value
+
+
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser that exits 254 with a usage message on bad arguments."""
 

@@ -125,7 +125,7 @@ def test_a_second_service_on_the_same_socket_is_refused(service):
 
 def test_bad_serve_arguments_exit_254():
     done = _cli("serve", "--warm-rounds", "-1")
-    assert done.returncode == 254 and "--warm-rounds take 0 or more" in done.stderr
+    assert done.returncode == 254 and "argument --warm-rounds: -1 is negative; pass 0 or more" in done.stderr
 
 
 def test_a_socket_path_that_cannot_be_used_is_refused(tmp_path):
