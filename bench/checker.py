@@ -68,7 +68,8 @@ def measure_service(folders: list[Path], master: str | None) -> tuple[float, lis
     """
     from checkers.service import ping
 
-    sock = Path(tempfile.mkdtemp(prefix="bench-checker-")) / "checker.sock"
+    tmp = tempfile.TemporaryDirectory(prefix="bench-checker-")
+    sock = Path(tmp.name) / "checker.sock"
     serve = [sys.executable, "-m", "checkers", "serve", "--socket", str(sock)]
     master_args = ["--spark-master", master] if master else []
     t0 = time.monotonic()
@@ -82,13 +83,19 @@ def measure_service(folders: list[Path], master: str | None) -> tuple[float, lis
         rows = []
         for folder in folders:
             t0 = time.monotonic()
-            subprocess.run(
+            done = subprocess.run(
                 [sys.executable, "-m", "checkers", "check", str(folder), "--socket", str(sock), *master_args],
                 cwd=ROOT,
                 capture_output=True,
+                text=True,
                 check=False,
             )
             wall = time.monotonic() - t0
+            # A check that failed, or ran in its own process, must not be timed as the service's.
+            if done.returncode > 2 or "checked by the checker service" not in done.stdout:
+                raise SystemExit(
+                    f"{folder}: not checked by the service (exit {done.returncode}): {done.stderr}"
+                )
             stats = json.loads((folder / "results.json").read_text())["stats"]
             check_s = round(stats["load_s"] + stats["check_s"], 2)
             rows.append({"service_wall_s": round(wall, 2), "service_check_s": check_s})
@@ -96,6 +103,7 @@ def measure_service(folders: list[Path], master: str | None) -> tuple[float, lis
     finally:
         subprocess.run([*serve, "--stop"], capture_output=True, check=False)
         proc.wait(timeout=120)
+        tmp.cleanup()
     return round(warm_s, 1), rows
 
 
