@@ -2,10 +2,14 @@
 
 The cluster's final log is the longest node's (DESIGN.md: every node's final log must be a
 prefix of it; the divergence check holds them to that).
+
+Nodes that agree usually write byte-identical files: each set of identical files of a
+results folder is parsed once, and its rows stand for every node of the set.
 """
 
 from __future__ import annotations
 
+import filecmp
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -46,10 +50,24 @@ class FinalLogs:
         self.cached.unpersist()
 
 
+def _same_files(dirs: list[ResultsDir]) -> dict[SourceFile, list[str]]:
+    """Each distinct final-log file (its first node's) -> the nodes whose files hold the same bytes."""
+    sets: dict[SourceFile, list[str]] = {}
+    for hid, d in enumerate(dirs):
+        firsts: list[SourceFile] = []
+        for node, path in sorted(d.final_logs().items()):
+            first = next((f for f in firsts if filecmp.cmp(f.path, path, shallow=False)), None)
+            if first is None:
+                first = SourceFile(hid, path, node)
+                firsts.append(first)
+                sets[first] = []
+            sets[first].append(node)
+    return sets
+
+
 def load_final_logs(spark: SparkSession, dirs: list[ResultsDir]) -> FinalLogs:
-    files = [
-        SourceFile(hid, path, node) for hid, d in enumerate(dirs) for node, path in d.final_logs().items()
-    ]
+    sets = _same_files(dirs)
+    files = list(sets)
     raw = read_jsonl(spark, files, FINAL_SCHEMA)
     bad = is_corrupt() | F.col("log_index").isNull() | (F.col("log_index") < 0)
     parsed = raw.select(
@@ -72,14 +90,36 @@ def load_final_logs(spark: SparkSession, dirs: list[ResultsDir]) -> FinalLogs:
     if bad_lines > expected_torn_lines(files):
         parsed.unpersist()
         raise_first_problem(files, final_line_problem, bad_lines)
-    entries = parsed.where(~F.col("bad")).drop("bad")
-    ends: dict[int, dict[str, int]] = {}
-    for f in files:
-        ends.setdefault(f.hid, {})[f.node or ""] = -1
+    first_ends: dict[tuple[int, str], int] = {}
     for row in rows:
         if row["end"] is not None:
-            ends[row["hid"]][row["node"]] = max(row["end"], ends[row["hid"]][row["node"]])
+            key = (row["hid"], row["node"])
+            first_ends[key] = max(row["end"], first_ends.get(key, -1))
+    ends: dict[int, dict[str, int]] = {}
+    first_of: dict[tuple[int, str], str] = {}
+    for f, nodes in sets.items():
+        for node in nodes:
+            ends.setdefault(f.hid, {})[node] = first_ends.get((f.hid, f.node or ""), -1)
+            first_of[f.hid, node] = f.node or ""
     longest = {hid: min(nodes, key=lambda n: (-nodes[n], n)) for hid, nodes in ends.items()}
-    chosen = spark.createDataFrame(list(longest.items()), "hid long, node string")
-    cluster = entries.join(F.broadcast(chosen), ["hid", "node"]).select("hid", "log_index", "term", "id")
-    return FinalLogs(entries, cluster, ends, longest, sums_table(rows, ["hid", "node"]), parsed)
+    sound = parsed.where(~F.col("bad")).drop("bad")
+    as_nodes = spark.createDataFrame(
+        [(hid, first, node) for (hid, node), first in first_of.items()],
+        "hid long, node string, as_node string",
+    )
+    entries = sound.join(F.broadcast(as_nodes), ["hid", "node"]).select(
+        "hid", F.col("as_node").alias("node"), "log_index", "term", "id"
+    )
+    chosen = spark.createDataFrame(
+        [(hid, first_of[hid, node]) for hid, node in longest.items()], "hid long, node string"
+    )
+    cluster = sound.join(F.broadcast(chosen), ["hid", "node"]).select("hid", "log_index", "term", "id")
+    blocks_of: dict[tuple[int, str], dict[int, Sums]] = {}
+    for (hid, first, b), sums in sums_table(rows, ["hid", "node"]).items():
+        blocks_of.setdefault((hid, first), {})[b] = sums
+    blocks = {
+        (hid, node, b): sums
+        for (hid, node), first in first_of.items()
+        for b, sums in blocks_of.get((hid, first), {}).items()
+    }
+    return FinalLogs(entries, cluster, ends, longest, blocks, parsed)

@@ -343,10 +343,8 @@ def _summary(events: DataFrame, bucket_lines: int) -> list[Row]:
             count(client & is_invoke & (F.col("f") == "read")).alias("reads"),
             (count(client & ~is_invoke) + count(client & both)).alias("completions"),
             F.max(F.greatest(time, F.when(both, F.col("next_time")))).alias("duration_ns"),
-            F.max(F.when(ok & (F.col("f") == "append"), F.col("next_v")["log_index"])).alias("ack"),
-            F.max(F.when(ok & (F.col("f") == "read"), F.array_max(_entry_indexes(F.col("next_v"))))).alias(
-                "seen"
-            ),
+            F.max(F.when(ok, F.col("next_c_ack"))).alias("ack"),
+            F.max(F.when(ok, F.col("next_c_seen"))).alias("seen"),
         )
         .collect()
     )
