@@ -56,7 +56,8 @@ def check_many(
     history, or with `exact`. Either way the verdicts are the exact checks' verdicts.
     """
     started = time.monotonic()
-    spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions_for(_input_bytes(dirs))))
+    partitions = shuffle_partitions_for(_input_bytes(dirs), spark.sparkContext.defaultParallelism)
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     history = load_history(spark, dirs)
     try:
         finals = load_final_logs(spark, dirs)

@@ -151,19 +151,21 @@ def final_log_flags(spark: SparkSession, finals: FinalLogs) -> dict[int, set[str
                 continue
             for b in range(end // FINAL_BLOCK + 1):
                 got = nodes.get((hid, node, b))
-                reference = partial.get((hid, node)) if b == end // FINAL_BLOCK else cluster.get((hid, b))
+                cut = b == end // FINAL_BLOCK and end < ends_of[finals.longest[hid]]
+                reference = partial.get((hid, node)) if cut else cluster.get((hid, b))
                 if got is None or reference is None or got[:3] != reference[:3]:
                     flags[hid].add("divergence")
     return flags
 
 
 def _partial_blocks(spark: SparkSession, finals: FinalLogs) -> dict[tuple, Sums]:
-    """(hid, node) -> sums of the cluster's log over the block holding the node's end, up to it."""
+    """(hid, node) -> sums of the cluster's log over the block holding the node's end, up to
+    it, for the nodes whose log ends before the cluster's."""
     cuts = [
         (hid, node, end)
         for hid, nodes in finals.ends.items()
         for node, end in nodes.items()
-        if node != finals.longest.get(hid) and end >= 0
+        if 0 <= end < nodes[finals.longest[hid]]
     ]
     if not cuts:
         return {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from checkers.spark import sql_conf
+from checkers.spark import shuffle_partitions_for, sql_conf
 
 pytestmark = pytest.mark.spark
 BYPASS = "spark.sql.execution.bypassPartialAggregation"
@@ -21,3 +21,10 @@ def test_sql_conf_sets_a_setting_for_its_block_and_restores_it(spark):
         assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
         raise RuntimeError("a failed query")
     assert spark.conf.get("spark.sql.shuffle.partitions") == "7"
+
+
+def test_shuffle_partitions_follow_the_input_at_least_one_per_core():
+    assert shuffle_partitions_for(0, 2) == 2
+    assert shuffle_partitions_for(1387 << 20, 2) == 6, "about 256 MiB of JSON per partition"
+    assert shuffle_partitions_for(1387 << 20, 16) == 16
+    assert shuffle_partitions_for(1 << 40, 2) == 256
