@@ -49,8 +49,31 @@ HISTORY_SCHEMA = StructType([*_FIELDS, StructField("value", VALUE_SCHEMA), Struc
 # A nemesis value may be any JSON; such a line is re-read with the value kept as text.
 NEMESIS_LINE_SCHEMA = StructType([*_FIELDS, StructField("value", StringType())])
 COMPLETIONS = ("ok", "fail", "info")
+# A client line's value as flat columns (flat columns cache and scan far cheaper than a struct).
+VALUE_COLUMNS = {
+    "id": "id",
+    "log_index": "log_index",
+    "term": "term",
+    "rfrom": "from",
+    "rto": "to",
+    "entries": "entries",
+    "commit_index": "commit_index",
+}
 # Columns a line hands to the invoke before it (lead) and to the line after it (lag).
-NEXT = ("type", "index", "time", "f", "v", "bad", "c_ack", "c_seen")
+NEXT = (
+    "type",
+    "index",
+    "time",
+    "f",
+    "bad",
+    "c_ack",
+    "c_seen",
+    "term",
+    "rfrom",
+    "rto",
+    "entries",
+    "commit_index",
+)
 PREV = ("type", "f")
 
 
@@ -92,10 +115,10 @@ def _corrupt() -> Column:
 
 
 def _bad_line() -> Column:
-    v, client = F.col("v"), F.col("process") != NEMESIS
+    client = F.col("process") != NEMESIS
     is_append, is_read = F.col("f") == "append", F.col("f") == "read"
     invoke, ok = F.col("type") == "invoke", F.col("type") == "ok"
-    bad_entry = F.exists(v["entries"], lambda e: (F.size(e) != 2) | e[0].cast("long").isNull())
+    bad_entry = F.exists("entries", lambda e: (F.size(e) != 2) | e[0].cast("long").isNull())
     return F.coalesce(
         F.col("corrupt")
         | F.col("index").isNull()
@@ -104,16 +127,16 @@ def _bad_line() -> Column:
         | F.col("process").isNull()
         | F.col("f").isNull()
         | (client & F.col("process").cast("long").isNull())
-        | (client & is_append & invoke & v["id"].isNull())
-        | (client & is_append & ok & v["log_index"].isNull())
-        | (client & is_read & invoke & (v["from"].isNull() | v["to"].isNull()))
-        | (client & is_read & ok & (v["entries"].isNull() | F.coalesce(bad_entry, F.lit(False)))),
+        | (client & is_append & invoke & F.col("id").isNull())
+        | (client & is_append & ok & F.col("log_index").isNull())
+        | (client & is_read & invoke & (F.col("rfrom").isNull() | F.col("rto").isNull()))
+        | (client & is_read & ok & (F.col("entries").isNull() | F.coalesce(bad_entry, F.lit(False)))),
         F.lit(True),
     )
 
 
-def _entry_indexes(v: Column) -> Column:
-    return F.transform(v["entries"], lambda e: e[0].cast("long"))
+def _entry_indexes(entries: Column) -> Column:
+    return F.transform(entries, lambda e: e[0].cast("long"))
 
 
 def _lines(spark: SparkSession, files: list[SourceFile], bucket_lines: int) -> DataFrame:
@@ -123,12 +146,19 @@ def _lines(spark: SparkSession, files: list[SourceFile], bucket_lines: int) -> D
     ok_client = client & (F.col("type") == "ok")
     # One projection per step (each withColumn would analyse the whole plan again).
     return (
-        raw.withColumns({"corrupt": _corrupt(), "v": F.when(client, F.col("value"))})
+        raw.withColumns(
+            {
+                "corrupt": _corrupt(),
+                **{name: F.when(client, F.col("value")[key]) for name, key in VALUE_COLUMNS.items()},
+            }
+        )
         .withColumns(
             {
                 "bad": _bad_line(),
-                "c_ack": F.when(ok_client & (F.col("f") == "append"), F.col("v")["log_index"]),
-                "c_seen": F.when(ok_client & (F.col("f") == "read"), F.array_max(_entry_indexes(F.col("v")))),
+                "c_ack": F.when(ok_client & (F.col("f") == "append"), F.col("log_index")),
+                "c_seen": F.when(
+                    ok_client & (F.col("f") == "read"), F.array_max(_entry_indexes(F.col("entries")))
+                ),
                 "_b": F.floor(F.col("index") / bucket_lines),
             }
         )
@@ -141,7 +171,12 @@ def _lines(spark: SparkSession, files: list[SourceFile], bucket_lines: int) -> D
             "process",
             "f",
             "node",
-            "v",
+            "id",
+            "term",
+            "rfrom",
+            "rto",
+            "entries",
+            "commit_index",
             "corrupt",
             "bad",
             "c_ack",
@@ -256,10 +291,10 @@ def load_history(spark: SparkSession, dirs: list[ResultsDir], *, bucket_lines: i
 
 def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
     """appends, reads and read_entries from the paired, validated invokes."""
-    done, next_v = F.col("done"), F.col("next_v")
+    done, ok = F.col("done"), F.col("next_type") == "ok"
     appends = good.where(F.col("f") == "append").select(
         "hid",
-        F.col("v")["id"].alias("id"),
+        "id",
         F.when(done, F.col("next_type")).otherwise("info").alias("status"),
         F.col("process").cast("long").alias("process"),
         "node",
@@ -267,13 +302,13 @@ def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         F.col("time").alias("inv_time"),
         F.when(done, F.col("next_index")).alias("cmp_index"),
         F.when(done, F.col("next_time")).alias("cmp_time"),
-        F.when(F.col("next_type") == "ok", next_v["log_index"]).alias("ack_index"),
-        F.when(F.col("next_type") == "ok", next_v["term"]).alias("ack_term"),
+        F.when(ok, F.col("next_c_ack")).alias("ack_index"),
+        F.when(ok, F.col("next_term")).alias("ack_term"),
         "p_ack",
         "p_seen",
     )
-    ok_reads = good.where((F.col("f") == "read") & (F.col("next_type") == "ok"))
-    indexes = _entry_indexes(next_v)
+    ok_reads = good.where((F.col("f") == "read") & ok)
+    indexes = _entry_indexes(F.col("next_entries"))
     reads = ok_reads.select(
         "hid",
         F.col("index").alias("rid"),
@@ -282,9 +317,9 @@ def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         F.col("time").alias("inv_time"),
         F.col("next_index").alias("cmp_index"),
         F.col("next_time").alias("cmp_time"),
-        F.coalesce(next_v["from"], F.col("v")["from"]).alias("rfrom"),
-        F.coalesce(next_v["to"], F.col("v")["to"]).alias("rto"),
-        next_v["commit_index"].alias("commit_index"),
+        F.coalesce("next_rfrom", "rfrom").alias("rfrom"),
+        F.coalesce("next_rto", "rto").alias("rto"),
+        F.col("next_commit_index").alias("commit_index"),
         F.array_max(indexes).alias("seen_max"),
         indexes.alias("_indexes"),
         "p_ack",
@@ -302,7 +337,7 @@ def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         .drop("_indexes")
     )
     read_entries = ok_reads.select(
-        "hid", F.col("index").alias("rid"), F.explode(next_v["entries"]).alias("e")
+        "hid", F.col("index").alias("rid"), F.explode("next_entries").alias("e")
     ).select("hid", "rid", F.col("e")[0].cast("long").alias("log_index"), F.col("e")[1].alias("id"))
     return appends, reads, read_entries
 
