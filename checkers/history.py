@@ -320,7 +320,7 @@ def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
         F.coalesce("next_rfrom", "rfrom").alias("rfrom"),
         F.coalesce("next_rto", "rto").alias("rto"),
         F.col("next_commit_index").alias("commit_index"),
-        F.array_max(indexes).alias("seen_max"),
+        F.col("next_c_seen").alias("seen_max"),
         indexes.alias("_indexes"),
         "p_ack",
         "p_seen",
