@@ -103,6 +103,8 @@ def check_many(
             "screen": None if exact else flagged[hid],
             **timing,
         }
+        if layout.fault_log is not None:
+            stats["faults"] = layout.fault_log
         results.append(
             decide(found.get(hid, {}), undecidable, layout.read_mode, stats, [*layout.notes, *notes])
         )

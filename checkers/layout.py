@@ -23,6 +23,7 @@ class ResultsDir:
     declared_nodes: tuple[str, ...] = ()
     node_count: int | None = None
     notes: tuple[str, ...] = field(default=())
+    fault_log: dict[str, Any] | None = None  # test.json's record of what each fault did
 
     @classmethod
     def open(cls, path: Path | str) -> ResultsDir:
@@ -42,7 +43,7 @@ class ResultsDir:
             modes = ", ".join(LINEARIZABLE_MODES + PREFIX_MODES)
             raise InputError(f"{path / 'test.json'}: read_mode {mode!r} is not one of {modes}")
         names, count = _declared_nodes(test)
-        return cls(path, mode, names, count, tuple(notes))
+        return cls(path, mode, names, count, tuple(notes), test.get("fault_log"))
 
     @property
     def history(self) -> Path:

@@ -1,4 +1,4 @@
-"""`python -m harness COMMAND`: build images, run chaos tests against containers, clean up."""
+"""`python -m harness COMMAND`: build images, run chaos tests against containers, list faults, clean up."""
 
 import sys
 import traceback
@@ -10,6 +10,7 @@ COMMANDS = {
     "image": "harness.image",
     "clean": "harness.clean",
     "run": "harness.run",
+    "faults": "harness.faults",
 }
 
 

@@ -211,6 +211,15 @@ class Db:
     def running(self, name: str) -> bool:
         return self.process(name).running()
 
+    def state(self, name: str) -> str | None:
+        """The node process's `ps` state letter (`T` while paused), None when it is gone."""
+        return self.process(name).state()
+
+    @property
+    def data_dir(self) -> str:
+        """The node's data directory on every node (store, currterm, control files)."""
+        return DATA_DIR
+
     # -- the group -------------------------------------------------------------------
 
     def leader(self, timeout: float = 1.0) -> str | None:

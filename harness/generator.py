@@ -74,32 +74,69 @@ def pacing_delay(rng: random.Random, rate: float, workers: int) -> float:
 
 @dataclass(frozen=True)
 class FaultStep:
-    """At `at` seconds into the workload, start or stop one fault."""
+    """At `at` seconds into the workload, `start` or `stop` one fault, or fire an `instant` one."""
 
     at: float
     action: str
     fault: str
 
 
-def nemesis_schedule(seed: int, faults: list[str], interval: float, time_limit: float) -> list[FaultStep]:
-    """Alternate quiet and faulty periods of `interval` seconds each, faults drawn from `faults`.
+@dataclass(frozen=True)
+class Slotted:
+    """What the schedule needs to know of a family."""
 
-    Faults come in rounds, each a seeded shuffle of all of `faults`, so every requested
-    fault runs once before any runs again (a 60 s run with kill and partition gets both).
-    Every fault started is stopped again before the time limit, so the workload's last
-    period is always quiet and the cluster is healed when it ends.
+    name: str
+    weight: float = 1.0
+    instant: bool = False
+    repeat_s: float | None = None
+
+
+def _weighted_round(rng: random.Random, families: list[Slotted]) -> list[Slotted]:
+    """All families in a seeded order where heavier ones tend to come first (weighted shuffle)."""
+    keyed = [(rng.random() ** (1.0 / max(f.weight, 1e-6)), f) for f in families]
+    return [f for _, f in sorted(keyed, key=lambda kf: -kf[0])]
+
+
+def nemesis_schedule(seed: int, families: list[Slotted], interval: float, time_limit: float,
+                     concurrency: int = 1) -> list[FaultStep]:
+    """Faulty and quiet periods of about `interval` seconds in `concurrency` staggered lanes.
+
+    Lane 0 starts after one quiet interval, the others at a seeded random time within the
+    next interval, so up to `concurrency` faults are in force at once. Periods last
+    0.75-1.25 `interval`. Families come in rounds, each a weighted seeded shuffle of all of
+    them, so every family runs once before any runs twice; a family never runs in two lanes
+    at once. An instant family fires at the start of its slot (or every `repeat_s` seconds
+    through it). Every fault stops at least half an interval before the time limit, so the
+    workload ends quiet and healed.
     """
-    if not faults or interval <= 0:
+    if not families or interval <= 0:
         return []
     rng = random.Random(f"{seed}/nemesis")
+    end = time_limit - interval / 2
+    busy: dict[str, list[tuple[float, float]]] = {f.name: [] for f in families}
     steps: list[FaultStep] = []
-    at = interval
-    queue: list[str] = []
-    while at + interval < time_limit:
+    queue: list[Slotted] = []
+    lanes = [interval if lane == 0 else interval + rng.uniform(0, interval) for lane in range(concurrency)]
+    while True:
+        lane = min(range(concurrency), key=lambda i: lanes[i])
+        at = lanes[lane]
+        length = interval * rng.uniform(0.75, 1.25)
+        if at + length > end:
+            break
         if not queue:
-            queue = rng.sample(faults, len(faults))
-        fault = queue.pop()
-        steps.append(FaultStep(at, "start", fault))
-        steps.append(FaultStep(at + interval, "stop", fault))
-        at += 2 * interval
-    return steps
+            queue = _weighted_round(rng, families)
+        free = [f for f in queue if all(stop <= at or start >= at + length for start, stop in busy[f.name])]
+        if free:
+            family = free[0]
+            queue.remove(family)
+            busy[family.name].append((at, at + length))
+            if not family.instant:
+                steps += [FaultStep(at, "start", family.name), FaultStep(at + length, "stop", family.name)]
+            else:
+                repeat = family.repeat_s or length
+                fire = at
+                while fire < at + length:
+                    steps.append(FaultStep(round(fire, 3), "instant", family.name))
+                    fire += repeat
+        lanes[lane] = at + length + interval * rng.uniform(0.75, 1.25)
+    return sorted(steps, key=lambda s: (s.at, s.action != "stop"))

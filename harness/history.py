@@ -23,6 +23,8 @@ class History:
     def __init__(self, path: Path, start_ns: int | None = None) -> None:
         self.path = path
         self.start_ns = time.monotonic_ns() if start_ns is None else start_ns
+        # the wall clock at history time 0, to place the nodes' event lines on the history's time line
+        self.start_wall_ns = time.time_ns() - (time.monotonic_ns() - self.start_ns)
         self._file = path.open("a", encoding="utf-8")
         self._lock = threading.Lock()
         self._index = 0

@@ -33,6 +33,7 @@ from harness.errors import ImageBuildError
 
 IMAGE_DIR = Path(__file__).with_name("image")
 NODES_DIR = Path(nodes.__file__).parent
+AGENTS_DIR = Path(__file__).resolve().parent.parent / "nemesis" / "agents"
 BASE_REPO = "dledger-chaos/base"
 NODE_REPO = "dledger-chaos/node"
 LABEL_RECIPE = "dledger-chaos.recipe"
@@ -64,11 +65,12 @@ def recipe_files() -> list[tuple[str, Path]]:
 
 
 def node_files() -> list[tuple[str, Path]]:
-    """What goes into the node image's build context: image files at the top, `nodes/` beneath."""
+    """The node image's build context: image files at the top, `nodes/` and the nemesis's `agents/` below."""
     files = [(name, IMAGE_DIR / name) for name in NODE_IMAGE_FILES]
-    for path in sorted(NODES_DIR.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-            files.append((f"nodes/{path.relative_to(NODES_DIR).as_posix()}", path))
+    for prefix, folder in (("nodes", NODES_DIR), ("agents", AGENTS_DIR)):
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                files.append((f"{prefix}/{path.relative_to(folder).as_posix()}", path))
     return files
 
 

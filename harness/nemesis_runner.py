@@ -1,7 +1,9 @@
-"""Drives the nemeses along the seeded schedule and records every fault op in the history.
+"""Drives the faults along the seeded schedule and records every fault op in the history.
 
-Nemesis ops use process `"nemesis"`; the invoke says what is about to happen, the `info`
-completion what was done (the chosen victims, the grudge) or the error that stopped it.
+Nemesis ops use process `"nemesis"` and run one at a time on one thread (Jepsen's nemesis
+is one process too), while several faults may be in force at once. The invoke says what
+is about to happen, the `info` completion what was done (its value always names the
+`"targets"`) or the error that stopped it.
 """
 
 from __future__ import annotations
@@ -10,26 +12,28 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from harness.generator import FaultStep
 from harness.history import History
-from nemesis.base import Nemesis
+from nemesis.base import Family, Fault, Nodes
 
 log = logging.getLogger(__name__)
 PROCESS = "nemesis"
 
 
 class NemesisRunner:
-    """A thread that starts and stops faults at their scheduled times."""
+    """A thread that starts, stops and fires faults at their scheduled times."""
 
-    def __init__(
-        self, nemeses: dict[str, Nemesis], schedule: list[FaultStep], history: History, rng: random.Random
-    ) -> None:
-        self.nemeses = nemeses
+    def __init__(self, families: dict[str, Family], faults: dict[str, Fault], schedule: list[FaultStep],
+                 history: History, rng: random.Random) -> None:
+        self.families = families
+        self.faults = faults
         self.schedule = schedule
         self.history = history
         self.rng = rng
+        self.errors: list[str] = []
         self._active: list[str] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -49,40 +53,49 @@ class NemesisRunner:
         for step in self.schedule:
             if self._stop.wait(max(0.0, self._started + step.at - time.monotonic())):
                 return
-            nemesis = self.nemeses[step.fault]
-            if step.action == "start":
-                self._record(nemesis.start_f, lambda n=nemesis: n.start(self.rng))
-                with self._lock:
-                    self._active.append(step.fault)
+            family, fault = self.families[step.fault], self.faults[step.fault]
+            if step.action == "stop":
+                self._stop_fault(step.fault)
             else:
-                self._record(nemesis.stop_f, nemesis.stop)
-                with self._lock:
-                    self._active.remove(step.fault)
+                if step.action == "start":
+                    with self._lock:
+                        self._active.append(step.fault)
+                self._record(family.start_f, lambda f=fault: f.start(self.rng))
 
-    def _record(self, f: str, action: Any) -> None:
+    def _stop_fault(self, name: str) -> None:
+        stop_f = self.families[name].stop_f
+        assert stop_f is not None
+        self._record(stop_f, self.faults[name].stop)
+        with self._lock:
+            self._active.remove(name)
+
+    def _record(self, f: str, action: Callable[[], Any]) -> None:
         self.history.invoke(PROCESS, f, None)
         try:
             value = action()
-        except Exception as e:  # a failed fault is recorded and the run goes on
+        except Exception as e:  # a fault that could not take effect is recorded as an error
             log.exception("nemesis %s failed", f)
+            self.errors.append(f"{f}: {type(e).__name__}: {e}")
             self.history.complete(PROCESS, "info", f, None, error=f"{type(e).__name__}: {e}")
         else:
             self.history.complete(PROCESS, "info", f, value)
 
     def stop(self, timeout: float | None = None) -> None:
-        """Stop following the schedule; a fault in progress gets up to `timeout` s to finish."""
+        """Stop following the schedule; a fault op in progress gets up to `timeout` s to finish."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
             if self._thread.is_alive():
                 log.warning("nemesis still busy after %s s; healing goes on without it", timeout)
 
-    def heal_all(self, db: Any) -> None:
-        """Stop every fault still in force (recorded), heal every family, and start every node."""
-        for fault in self.active():
-            self._record(self.nemeses[fault].stop_f, self.nemeses[fault].stop)
-        with self._lock:
-            self._active.clear()
-        for nemesis in self.nemeses.values():
-            nemesis.heal()
-        db.start()
+    def heal_all(self, nodes: Nodes) -> dict[str, list[str]]:
+        """Stop every fault still in force (recorded), heal every family, start every node.
+
+        Returns what each family still left on the nodes afterwards (empty lists when clean).
+        """
+        for name in self.active():
+            self._stop_fault(name)
+        for fault in self.faults.values():
+            fault.heal()
+        nodes.start()
+        return {name: left for name, fault in self.faults.items() if (left := fault.leftovers())}

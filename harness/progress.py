@@ -56,10 +56,26 @@ class ProgressLine:
             self.out.flush()
 
 
+class LeaderWatch:
+    """The leader as last seen, and how many times a different node was seen leading."""
+
+    def __init__(self, leader: str | None = None) -> None:
+        self.leader = leader
+        self.changes = 0
+
+    def see(self, leader: str | None) -> None:
+        """Note who leads now (None when no leader answers: that is no change)."""
+        if leader is not None and leader != self.leader:
+            if self.leader is not None:
+                self.changes += 1
+            self.leader = leader
+
+
 def run_status(started: float, time_limit: float, counts: dict[str, int], faults: list[str],
-               leader: str | None) -> str:
-    """`12s/60s  ok 1234  fail 3  info 2  faults: partition  leader: n3`."""
+               leader: str | None, changes: int = 0) -> str:
+    """`12s/60s  ok 1234  fail 3  info 2  faults: partition  leader: n3 (2 changes)`."""
     elapsed = time.monotonic() - started
     fault_text = ", ".join(faults) if faults else "none"
     return (f"{elapsed:4.0f}s/{time_limit:.0f}s  ok {counts.get('ok', 0)}  fail {counts.get('fail', 0)}  "
-            f"info {counts.get('info', 0)}  faults: {fault_text}  leader: {leader or '?'}")
+            f"info {counts.get('info', 0)}  faults: {fault_text}  leader: {leader or '?'} "
+            f"({changes} change{'s' if changes != 1 else ''})")

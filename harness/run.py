@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import logging
 import random
-import shlex
 import signal
 import sys
 import threading
@@ -19,102 +18,27 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness import flags
 from harness.cluster import connect
 from harness.errors import HarnessError
+from harness.faultlog import run_fault_log
 from harness.final import read_final_logs, wait_for_catch_up
-from harness.generator import Mix, nemesis_schedule, parse_concurrency
+from harness.generator import Mix, Slotted, nemesis_schedule
 from harness.history import History
 from harness.nemesis_runner import NemesisRunner
-from harness.progress import ProgressLine, run_status
+from harness.progress import LeaderWatch, ProgressLine, run_status
 from harness.results import create_run_dir, git_commit, point_latest, write_json
 from harness.workload import WorkloadState, start_workers
-from nemesis.catalogue import BUILDERS, NemesisOptions, build, parse_nemesis
+from nemesis import catalogue
 from nodes.client import Client
 from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_UNKNOWN, UsageError
-from nodes.messages import ReadMode
 
 log = logging.getLogger("harness")
 REPO = Path(__file__).resolve().parent.parent
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--nodes", type=int, default=5, help="cluster size, 3 to 9 (default 5)")
-    parser.add_argument("--time-limit", type=float, default=60, help="seconds of workload (default 60)")
-    parser.add_argument(
-        "--concurrency", default="2n", help="workers: a number, or Nn for N per node (default 2n)"
-    )
-    parser.add_argument(
-        "--rate", type=float, default=500, help="target ops/s over all workers; 0 for no pacing"
-    )
-    parser.add_argument(
-        "--nemesis",
-        default="kill,partition",
-        help=f"comma-separated faults from {', '.join(BUILDERS)}, or none (default kill,partition)",
-    )
-    parser.add_argument(
-        "--nemesis-interval", type=float, default=10, help="seconds between fault changes (default 10)"
-    )
-    parser.add_argument(
-        "--partition-shapes",
-        default="isolate-leader,halves",
-        help="partition shapes to draw from: isolate-leader, isolate-one, halves, bridge",
-    )
-    parser.add_argument(
-        "--kill-targets",
-        default="one,leader,minority",
-        help="whom kill faults hit, drawn from: one, leader, minority",
-    )
-    parser.add_argument("--payload-size", type=int, default=100, help="bytes per appended body (default 100)")
-    parser.add_argument("--flush", choices=("async", "sync"), default="sync", help="node flush policy")
-    parser.add_argument(
-        "--timing", choices=("default", "dledger"), default="default", help="node timing profile"
-    )
-    parser.add_argument(
-        "--read-mode", choices=[m.label for m in ReadMode], default="read-index", help="how nodes serve reads"
-    )
-    parser.add_argument("--read-fraction", type=float, default=0.25, help="share of ops that are reads")
-    parser.add_argument("--op-timeout", type=float, default=3.0, help="client timeout per op, seconds")
-    parser.add_argument(
-        "--catch-up-timeout",
-        type=float,
-        default=30.0,
-        help="seconds to wait after healing for a leader and lagging nodes",
-    )
-    parser.add_argument("--seed", type=int, help="seed for every random choice (default: a fresh one)")
-    parser.add_argument(
-        "--test-count", type=int, default=1, help="run this many tests (seeds seed, seed+1, ...)"
-    )
-    parser.add_argument("--name", help="test name (default: dledger-<nemeses>)")
-    parser.add_argument("--results-dir", type=Path, default=Path("results"), help="where results go")
-    parser.add_argument("--witnesses", type=int, default=10, help="witnesses per anomaly in results.json")
-    parser.add_argument("--spark-master", help="check on this Spark master instead of local mode")
-    parser.add_argument(
-        "--leave-running",
-        action="store_true",
-        help="leave the cluster up after the run (remove it with python -m harness clean)",
-    )
-
-
-def validate(args: argparse.Namespace) -> list[str]:
-    """Parse the compound flags; returns the nemesis names. ValueError with a message when invalid."""
-    if not 3 <= args.nodes <= 9:
-        raise ValueError(f"--nodes {args.nodes}: give 3 to 9 nodes")
-    for flag in ("time_limit", "op_timeout", "catch_up_timeout"):
-        if getattr(args, flag) <= 0:
-            raise ValueError(f"--{flag.replace('_', '-')} must be positive")
-    if args.rate < 0 or args.nemesis_interval <= 0 or args.test_count < 1:
-        raise ValueError("--rate must be >= 0, --nemesis-interval > 0 and --test-count >= 1")
-    if not 0 <= args.read_fraction <= 1:
-        raise ValueError("--read-fraction must be between 0 and 1")
-    if args.payload_size < 0 or args.witnesses < 0:
-        raise ValueError("--payload-size and --witnesses must not be negative")
-    args.workers = parse_concurrency(args.concurrency, args.nodes)
-    args.nemesis_options = NemesisOptions(
-        partition_shapes=tuple(s.strip() for s in args.partition_shapes.split(",") if s.strip()),
-        kill_targets=tuple(s.strip() for s in args.kill_targets.split(",") if s.strip()),
-    )
-    args.nemesis_options.validate()
-    return parse_nemesis(args.nemesis)
+    flags.add_arguments(parser)
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -128,12 +52,13 @@ def run(args: argparse.Namespace) -> int:
     `EngineUnavailable` (one sentence, exit 255), both before any results folder is made.
     """
     try:
-        faults = validate(args)
+        flags.validate(args)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    faults = args.faults
     connect().close()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
-    name = args.name or f"dledger-{'-'.join(faults) or 'no-faults'}"
+    name = args.name or f"dledger-{'-'.join(catalogue.resolve_words(args.nemesis)) or 'no-faults'}"
     codes = []
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
@@ -165,33 +90,6 @@ def _configure_logging(run_dir: Path) -> logging.Handler:
     return handler
 
 
-REPLAYED_FLAGS = (
-    "nodes",
-    "time_limit",
-    "concurrency",
-    "rate",
-    "nemesis",
-    "nemesis_interval",
-    "partition_shapes",
-    "kill_targets",
-    "payload_size",
-    "flush",
-    "timing",
-    "read_mode",
-    "read_fraction",
-    "op_timeout",
-)
-
-
-def reproduce_command(args: argparse.Namespace, seed: int, name: str) -> str:
-    """The command line that reruns this test's schedule."""
-    parts = ["python", "-m", "harness", "run"]
-    for flag in REPLAYED_FLAGS:
-        value = getattr(args, flag)
-        parts += [f"--{flag.replace('_', '-')}", f"{value:g}" if isinstance(value, float) else str(value)]
-    return shlex.join([*parts, "--seed", str(seed), "--name", name])
-
-
 def run_test(args: argparse.Namespace, faults: list[str], name: str, seed: int) -> tuple[int, Path]:
     """One test from setup to report; returns its exit code and results folder."""
     root: Path = args.results_dir
@@ -201,23 +99,13 @@ def run_test(args: argparse.Namespace, faults: list[str], name: str, seed: int) 
     test: dict[str, Any] = {
         "name": name,
         "seed": seed,
-        "nodes": args.nodes,
-        "time_limit": args.time_limit,
+        **flags.replayed(args, faults),
         "concurrency": args.workers,
-        "rate": args.rate,
         "nemesis": faults,
-        "nemesis_interval": args.nemesis_interval,
-        "partition_shapes": list(args.nemesis_options.partition_shapes),
-        "kill_targets": list(args.nemesis_options.kill_targets),
-        "payload_size": args.payload_size,
-        "flush": args.flush,
-        "timing": args.timing,
-        "read_mode": args.read_mode,
-        "read_fraction": args.read_fraction,
-        "op_timeout": args.op_timeout,
+        "faults": catalogue.vocabulary(faults),
         "git_commit": git_commit(REPO),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "reproduce": reproduce_command(args, seed, name),
+        "reproduce": flags.reproduce_command(args, faults, seed, name),
         "argv": sys.argv,
         "phases": {},
     }
@@ -242,6 +130,12 @@ def run_test(args: argparse.Namespace, faults: list[str], name: str, seed: int) 
         outcome = EXIT_INTERNAL
     finally:
         test["duration_s"] = round(time.monotonic() - started, 3)
+        if "history_wall_ns" in test:
+            try:
+                test["fault_log"] = run_fault_log(run_dir, test["faults"], test["history_wall_ns"])
+            except (OSError, ValueError, KeyError) as e:
+                log.exception("fault log")
+                test["fault_log_error"] = str(e)
         write_json(run_dir / "test.json", test)
         logging.getLogger().removeHandler(handler)
         handler.close()
@@ -307,6 +201,7 @@ class TestRun:
             self.test["first_leader"] = db.wait_for_leader(timeout=30)
             self.phase("setup", t)
             with History(self.run_dir / "history.jsonl") as history:
+                self.test["history_wall_ns"] = history.start_wall_ns
                 self.workload(db, history)
             t = time.monotonic()
             with Client(db.network_peers(), timeout=args.op_timeout) as client:
@@ -344,19 +239,24 @@ class TestRun:
         args = self.args
         t = time.monotonic()
         state = WorkloadState()
-        nemeses = build(self.faults, db, args.nemesis_options)
-        schedule = nemesis_schedule(self.seed, self.faults, args.nemesis_interval, args.time_limit)
+        families = {name: catalogue.FAMILIES[name] for name in self.faults}
+        faults = catalogue.build(self.faults, db, args.fault_options)
+        slotted = [Slotted(f.name, f.weight, f.instant, args.fault_options[f.repeat] if f.repeat else None)
+                   for f in families.values()]
+        schedule = nemesis_schedule(self.seed, slotted, args.nemesis_interval, args.time_limit,
+                                    args.nemesis_concurrency)
         self.test["schedule"] = [[s.at, s.action, s.fault] for s in schedule]
-        runner = NemesisRunner(nemeses, schedule, history, random.Random(f"{self.seed}/targets"))
+        runner = NemesisRunner(families, faults, schedule, history, random.Random(f"{self.seed}/targets"))
         mix = Mix(payload_size=args.payload_size, read_fraction=args.read_fraction)
-        leader_box: dict[str, str | None] = {"leader": self.test.get("first_leader")}
+        watch = LeaderWatch(self.test.get("first_leader"))
 
         def connect() -> Client:
             return Client(db.network_peers(), timeout=args.op_timeout)
 
         def render() -> str:
-            leader_box["leader"] = db.leader(timeout=0.5)
-            return run_status(t, args.time_limit, history.counts, runner.active(), leader_box["leader"])
+            watch.see(db.leader(timeout=0.5))
+            return run_status(t, args.time_limit, history.counts, runner.active(), watch.leader,
+                              watch.changes)
 
         progress = ProgressLine(render)
         workers: list[threading.Thread] = []
@@ -377,8 +277,15 @@ class TestRun:
             progress.stop()
             self.phase("workload", t)
             t = time.monotonic()
-            runner.heal_all(db)
+            left = runner.heal_all(db)
+            self.test["nemesis_errors"] = runner.errors
             self.phase("heal", t)
+        if left:
+            self.test["heal_leftovers"] = left
+            raise HarnessError(f"healing left faults in force: {left}")
         self.test["client_outcomes"] = dict(history.counts)
         self.test["achieved_rate"] = round(sum(history.counts.values()) / args.time_limit, 1)
         print(f"workload done: {history.counts} ({self.test['achieved_rate']} ops/s)", file=sys.stderr)
+        if runner.errors:
+            print(f"warning: {len(runner.errors)} fault op(s) could not take effect: {runner.errors[:3]}",
+                  file=sys.stderr)

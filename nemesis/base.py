@@ -1,15 +1,26 @@
 """The seams between the nemesis and the cluster it hurts.
 
-A nemesis is a fault family (kill, partition, ...). `start` injects one fault and `stop`
-undoes it; both return the value recorded in the history. `heal` removes every fault of
-its family whatever state it is in (idempotent); the run calls it before the final reads
-and on every error path.
+A **family** (kill, partition, clock, ...) is one module that declares everything about
+itself in one `Family` value: its history `f` names (a start/stop pair, or an instant
+`start_f` with no `stop_f`), its label, its command-line options and their validation, its
+schedule weight, what it needs from a node, and how to build its `Fault` against a cluster.
+The catalogue (`nemesis.catalogue`) registers every family; nothing else keeps a list.
+
+A `Fault` injects one fault at a time: `start` returns the history value of what it did
+(always with `"targets"`: the nodes it hurt), `stop` undoes it and returns its value,
+`heal` removes every fault of its family whatever state it is in (idempotent, also on
+error paths), and `leftovers` says what of the family is still in force on the nodes (an
+empty list once healed: the tests and the run's final check use it).
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from nodes.peers import Address
 
 
 class Nodes(Protocol):
@@ -17,6 +28,11 @@ class Nodes(Protocol):
 
     @property
     def names(self) -> list[str]:
+        ...
+
+    @property
+    def data_dir(self) -> str:
+        """The node's data directory (store, currterm, control files) on every node."""
         ...
 
     def address(self, node: str) -> str:
@@ -28,33 +44,126 @@ class Nodes(Protocol):
         ...
 
     def kill(self, node: str) -> None:
-        """SIGKILL the node process."""
+        """SIGKILL the node process and wait until it is gone."""
         ...
 
-    def start(self, node: str) -> None:
-        """Start the node process (no-op when it runs)."""
+    def stop(self, node: str, wait: float = 10.0) -> None:
+        """SIGTERM the node process and wait until it exits."""
         ...
 
-    def leader(self) -> str | None:
-        """The node that currently claims leadership, if any answers."""
+    def start(self, node: str | None = None, wait: float = 20.0) -> None:
+        """Start the node process (every node when None; a running node is left alone)."""
+        ...
+
+    def pause(self, node: str) -> None:
+        """SIGSTOP the node process."""
+        ...
+
+    def resume(self, node: str) -> None:
+        """SIGCONT the node process."""
+        ...
+
+    def running(self, node: str) -> bool:
+        """Whether the node process exists (also when paused)."""
+        ...
+
+    def state(self, node: str) -> str | None:
+        """The node process's `ps` state letter (`T` when paused), None when it is gone."""
+        ...
+
+    def network_peers(self) -> dict[str, Address]:
+        """Each node's client address, for `nodes.client.Client`."""
+        ...
+
+    def leader(self, timeout: float = 1.0) -> str | None:
+        """The node that currently claims leadership in the highest term, if any answers."""
         ...
 
 
-class Nemesis(Protocol):
-    """One fault family."""
+class Fault(Protocol):
+    """One family's faults against one cluster."""
 
-    name: str
-    start_f: str
-    stop_f: str
-
-    def start(self, rng: random.Random) -> Any:
-        """Inject a fault; returns the history value describing it."""
+    def start(self, rng: random.Random) -> dict[str, Any]:
+        """Inject a fault; the history value describing it, with `"targets"`."""
         ...
 
-    def stop(self) -> Any:
-        """Undo the fault injected by `start`; returns the history value."""
+    def stop(self) -> dict[str, Any]:
+        """Undo what `start` injected; the history value (with `"targets"`). Unused for instants."""
         ...
 
     def heal(self) -> None:
         """Remove every fault of this family, whatever state it is in."""
         ...
+
+    def leftovers(self) -> list[str]:
+        """What of this family is still in force on the nodes, one phrase each; [] when clean."""
+        ...
+
+
+def comma_list(text: str) -> tuple[str, ...]:
+    """`a, b,c` -> ("a", "b", "c")."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+@dataclass(frozen=True)
+class Option:
+    """One command-line option of a family: `--<name>`, parsed from text, checked by `choices`.
+
+    `choices` (for comma-list options) names every allowed item; `parse` turns the text into
+    the value the family gets (a tuple of names by default); it raises ValueError with a
+    message for a bad value.
+    """
+
+    name: str
+    default: str
+    help: str
+    choices: tuple[str, ...] = ()
+    parse: Callable[[str], Any] = comma_list
+
+    @property
+    def dest(self) -> str:
+        return self.name.replace("-", "_")
+
+    def value(self, text: str) -> Any:
+        """The parsed value; ValueError naming the flag and what is allowed."""
+        try:
+            value = self.parse(text)
+        except ValueError as e:
+            raise ValueError(f"--{self.name} {text!r}: {e}") from None
+        if self.choices:
+            items = value if isinstance(value, tuple) else (value,)
+            unknown = [item for item in items if item not in self.choices]
+            if unknown or not items:
+                what = ", ".join(unknown) or "none given"
+                raise ValueError(f"--{self.name}: unknown {what}; choose from {', '.join(self.choices)}")
+        return value
+
+
+@dataclass(frozen=True)
+class Family:
+    """Everything about one fault family; see the module doc.
+
+    `repeat`: for an instant family that fires again and again while its slot in the schedule
+    lasts (leader churn), the `dest` of its option giving the seconds between firings; None
+    fires it once per slot. `needs`: node capabilities
+    the family requires (`"fuse"`: the data dir on the power-loss file system).
+    """
+
+    name: str
+    label: str
+    start_f: str
+    stop_f: str | None
+    make: Callable[[Nodes, dict[str, Any]], Fault]
+    help: str
+    options: tuple[Option, ...] = ()
+    weight: float = 1.0
+    repeat: str | None = None
+    needs: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def instant(self) -> bool:
+        return self.stop_f is None
+
+    def vocabulary(self) -> dict[str, Any]:
+        """This family's entry in test.json's `"faults"`."""
+        return {"start": self.start_f, "stop": self.stop_f, "label": self.label}

@@ -1,48 +1,81 @@
-"""Nemesis names accepted on the command line, and how to build each against a cluster."""
+"""The catalogue: every fault family and named mix, the only list of them in the project.
+
+`--nemesis` takes family names and mix names, comma-separated (`none` for no faults). The
+run writes `vocabulary(families)` into test.json's `"faults"`; plots, reports and checks
+read fault names from there.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from typing import Any
 
-from nemesis.base import Nemesis, Nodes
-from nemesis.kill import TARGETS, KillNemesis
-from nemesis.partition import SHAPES, PartitionNemesis
+from nemesis.base import Family, Fault, Nodes, Option
+from nemesis.churn import CHURN
+from nemesis.clock import CLOCK
+from nemesis.kill import KILL, STOP
+from nemesis.partition import PARTITION
+from nemesis.pause import PAUSE
 
+FAMILIES: dict[str, Family] = {f.name: f for f in (KILL, STOP, PAUSE, PARTITION, CLOCK, CHURN)}
 
-@dataclass(frozen=True)
-class NemesisOptions:
-    """Per-family choices from the command line."""
-
-    partition_shapes: tuple[str, ...] = ("isolate-leader", "halves")
-    kill_targets: tuple[str, ...] = ("one", "leader", "minority")
-
-    def validate(self) -> None:
-        """ValueError naming any shape or target that does not exist."""
-        for kind, chosen, known in (("partition shape", self.partition_shapes, SHAPES),
-                                    ("kill target", self.kill_targets, TARGETS)):
-            unknown = sorted(set(chosen) - set(known))
-            if unknown or not chosen:
-                what = ", ".join(unknown) or "none given"
-                raise ValueError(f"unknown {kind}(s): {what}; choose from {', '.join(known)}")
-
-
-BUILDERS: dict[str, Callable[[Nodes, NemesisOptions], Nemesis]] = {
-    "kill": lambda nodes, options: KillNemesis(nodes, options.kill_targets),
-    "partition": lambda nodes, options: PartitionNemesis(nodes, options.partition_shapes),
+# Named mixes. `default` is what `make chaos` runs: leader-aware kills, pauses, partitions
+# and clock skew, drawn so that every run changes the leader.
+MIXES: dict[str, tuple[str, ...]] = {
+    "default": ("kill", "pause", "partition", "clock"),
+    "crash": ("kill", "stop"),
 }
 
 
-def parse_nemesis(text: str) -> list[str]:
-    """`kill,partition` -> ["kill", "partition"]; `none` or empty -> []; unknown names raise."""
-    names = [n.strip() for n in text.split(",") if n.strip() and n.strip() != "none"]
-    unknown = [n for n in names if n not in BUILDERS]
-    if unknown:
-        raise ValueError(f"unknown nemesis {', '.join(unknown)}; choose from {', '.join(BUILDERS)} or none")
+def mixes() -> dict[str, tuple[str, ...]]:
+    """The named mixes, `all` (every family) included."""
+    return {**MIXES, "all": tuple(FAMILIES)}
+
+
+def resolve_words(text: str) -> list[str]:
+    """The words of a `--nemesis` value, `none` and blanks dropped (`kill, default` -> [kill, default])."""
+    return [w for w in (w.strip() for w in text.split(",")) if w and w != "none"]
+
+
+def resolve(text: str) -> list[str]:
+    """`kill,default` -> the families named, mixes expanded, in order, once each; `none` -> []."""
+    names: list[str] = []
+    known = mixes()
+    for word in resolve_words(text):
+        if word in known:
+            names += known[word]
+        elif word in FAMILIES:
+            names.append(word)
+        else:
+            raise ValueError(f"--nemesis: unknown fault {word!r}; families: {', '.join(FAMILIES)}; "
+                             f"mixes: {', '.join(known)}; or none")
     return list(dict.fromkeys(names))
 
 
-def build(names: list[str], nodes: Nodes, options: NemesisOptions | None = None) -> dict[str, Nemesis]:
-    """The nemeses for `names`, keyed by name; ValueError for options a family does not know."""
-    options = options or NemesisOptions()
-    return {name: BUILDERS[name](nodes, options) for name in names}
+def options() -> list[Option]:
+    """Every family's options, once each."""
+    seen: dict[str, Option] = {}
+    for family in FAMILIES.values():
+        for option in family.options:
+            seen.setdefault(option.name, option)
+    return list(seen.values())
+
+
+def parse_options(texts: dict[str, str]) -> dict[str, Any]:
+    """Each option's parsed value by `dest`, from `{dest: text}` (defaults for what is missing)."""
+    return {o.dest: o.value(texts.get(o.dest, o.default)) for o in options()}
+
+
+def build(names: list[str], nodes: Nodes, values: dict[str, Any] | None = None) -> dict[str, Fault]:
+    """The faults of `names` against `nodes`, keyed by family name."""
+    values = values if values is not None else parse_options({})
+    return {name: FAMILIES[name].make(nodes, values) for name in names}
+
+
+def vocabulary(names: list[str]) -> dict[str, dict[str, Any]]:
+    """test.json's `"faults"`: {family: {"start", "stop", "label"}}."""
+    return {name: FAMILIES[name].vocabulary() for name in names}
+
+
+def needs(names: list[str]) -> set[str]:
+    """What the families of `names` need from the nodes (e.g. `"fuse"`)."""
+    return {need for name in names for need in FAMILIES[name].needs}

@@ -1,52 +1,32 @@
-"""Crash faults: SIGKILL node processes, then start them again (recovery from whatever was on disk)."""
+"""Crash faults: SIGKILL (kill) or SIGTERM (stop) the chosen nodes, then start them again."""
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
-from nemesis.base import Nodes
+from nemesis.base import Family, Nodes
+from nemesis.process import ProcessFault, not_running
+from nemesis.targets import targets_option
 
-TARGETS = ("one", "leader", "minority")
+
+def _start_one(nodes: Nodes):
+    return lambda node: nodes.start(node)
 
 
-class KillNemesis:
-    """Kills one random node, the leader, or a random minority; `stop` restarts them."""
+def _kill(nodes: Nodes, options: dict[str, Any]) -> ProcessFault:
+    return ProcessFault(nodes, options["kill_targets"], nodes.kill, _start_one(nodes), not_running(nodes))
 
-    name = "kill"
-    start_f = "kill"
-    stop_f = "start"
 
-    def __init__(self, nodes: Nodes, targets: tuple[str, ...] = ("one", "leader", "minority")) -> None:
-        unknown = set(targets) - set(TARGETS)
-        if unknown:
-            raise ValueError(f"unknown kill target(s) {sorted(unknown)}; choose from {list(TARGETS)}")
-        self.nodes = nodes
-        self.targets = targets
-        self.killed: list[str] = []
+def _stop(nodes: Nodes, options: dict[str, Any]) -> ProcessFault:
+    return ProcessFault(nodes, options["stop_targets"], nodes.stop, _start_one(nodes), not_running(nodes))
 
-    def victims(self, target: str, rng: random.Random) -> list[str]:
-        names = self.nodes.names
-        if target == "leader":
-            return [self.nodes.leader() or rng.choice(names)]
-        if target == "minority":
-            return sorted(rng.sample(names, max(1, (len(names) - 1) // 2)))
-        return [rng.choice(names)]
 
-    def start(self, rng: random.Random) -> Any:
-        victims = self.victims(rng.choice(self.targets), rng)
-        for node in victims:
-            self.nodes.kill(node)
-            if node not in self.killed:
-                self.killed.append(node)
-        return victims
+KILL = Family(
+    name="kill", label="kill", start_f="kill", stop_f="start", make=_kill,
+    help="SIGKILL the targets' node process, then start it again (recovery from disk)",
+    options=(targets_option("kill", "one,leader,minority"),), weight=1.0)
 
-    def stop(self) -> Any:
-        restarted = list(self.killed)
-        for node in restarted:
-            self.nodes.start(node)
-        self.killed.clear()
-        return restarted
-
-    def heal(self) -> None:
-        self.stop()
+STOP = Family(
+    name="stop", label="stop", start_f="terminate", stop_f="restart", make=_stop,
+    help="SIGTERM the targets' node process (a graceful exit), then start it again",
+    options=(targets_option("stop", "one,leader"),), weight=0.5)

@@ -10,7 +10,7 @@ import random
 from typing import Any
 
 from nemesis import grudge as shapes
-from nemesis.base import Nodes
+from nemesis.base import Family, Nodes, Option
 
 CHAIN = "CHAOS"
 SHAPES = ("isolate-leader", "isolate-one", "halves", "bridge")
@@ -38,17 +38,19 @@ def heal_all(nodes: Nodes) -> None:
         nodes.exec(node, f"iptables -F {CHAIN} 2>/dev/null || true")
 
 
-class PartitionNemesis:
+def rules_left(nodes: Nodes) -> list[str]:
+    """Every DROP rule still in a node's CHAOS chain."""
+    left = []
+    for node in nodes.names:
+        rules = nodes.exec(node, f"iptables -S {CHAIN} 2>/dev/null || true")
+        left += [f"{node}: {line}" for line in rules.splitlines() if line.startswith("-A ")]
+    return left
+
+
+class PartitionFault:
     """Cuts the network into the shapes in `modes`, chosen at random per fault."""
 
-    name = "partition"
-    start_f = "start-partition"
-    stop_f = "stop-partition"
-
-    def __init__(self, nodes: Nodes, modes: tuple[str, ...] = ("isolate-leader", "halves")) -> None:
-        unknown = set(modes) - set(SHAPES)
-        if unknown:
-            raise ValueError(f"unknown partition shape(s) {sorted(unknown)}; choose from {list(SHAPES)}")
+    def __init__(self, nodes: Nodes, modes: tuple[str, ...]) -> None:
         self.nodes = nodes
         self.modes = modes
 
@@ -62,15 +64,27 @@ class PartitionNemesis:
             return shapes.halves(names, rng)
         return shapes.bridge(names, rng)
 
-    def start(self, rng: random.Random) -> Any:
+    def start(self, rng: random.Random) -> dict[str, Any]:
         mode = rng.choice(self.modes)
         grudge = shapes.without_self_loops(self.grudge_for(mode, rng))
         apply_grudge(self.nodes, grudge)
-        return {"shape": mode, "grudge": grudge}
+        return {"shape": mode, "grudge": grudge, "targets": sorted(grudge)}
 
-    def stop(self) -> Any:
+    def stop(self) -> dict[str, Any]:
         heal_all(self.nodes)
-        return "network healed"
+        return {"targets": list(self.nodes.names)}
 
     def heal(self) -> None:
         heal_all(self.nodes)
+
+    def leftovers(self) -> list[str]:
+        return rules_left(self.nodes)
+
+
+PARTITION = Family(
+    name="partition", label="partition", start_f="start-partition", stop_f="stop-partition",
+    make=lambda nodes, options: PartitionFault(nodes, options["partition_shapes"]),
+    help="cut the network with iptables into one of the chosen shapes",
+    options=(Option("partition-shapes", "isolate-leader,halves",
+                    f"partition shapes to draw from: {', '.join(SHAPES)}", choices=SHAPES),),
+    weight=1.0)

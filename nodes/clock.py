@@ -11,9 +11,11 @@ what "time elapsed since X" computations see on a real machine anyway.
 from __future__ import annotations
 
 import logging
-import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+from nodes.controlfile import UNCHANGED, ControlFile
 
 OFFSET_FILE = "clock-offset-ms"
 
@@ -24,10 +26,10 @@ class NodeClock:
     """Monotonic seconds and wall-clock nanoseconds, both shifted by the control file's offset."""
 
     def __init__(self, data_dir: Path) -> None:
-        self._path = data_dir / OFFSET_FILE
-        self._stamp: tuple[int, int] | None = None
+        self._control = ControlFile(data_dir / OFFSET_FILE)
         self._offset_s = 0.0
         self._last = 0.0
+        self.on_change: Callable[[float], None] | None = None  # told each new offset, in ms
         self.refresh()
 
     @property
@@ -36,26 +38,28 @@ class NodeClock:
 
     def refresh(self) -> None:
         """Re-read the control file if it changed (cheap: one stat when it did not)."""
-        try:
-            st = os.stat(self._path)
-        except FileNotFoundError:
-            if self._stamp is not None:
-                log.info("clock offset file removed: offset 0 ms")
-            self._stamp, self._offset_s = None, 0.0
+        text = self._control.poll()
+        if text is UNCHANGED:
             return
-        stamp = (st.st_mtime_ns, st.st_size)
-        if stamp == self._stamp:
+        if text is None:
+            log.info("clock offset file removed: offset 0 ms")
+            self._set(0.0)
             return
-        self._stamp = stamp
-        text = self._path.read_text(encoding="utf-8", errors="replace").strip()
+        assert isinstance(text, str)
         try:
             offset_ms = float(text or "0")
         except ValueError:
             log.error("clock offset file %s holds %r, not a number of ms; keeping %.1f ms",
-                      self._path, text, self.offset_ms)
+                      self._control.path, text, self.offset_ms)
             return
-        self._offset_s = offset_ms / 1000.0
         log.info("clock offset now %.1f ms", offset_ms)
+        self._set(offset_ms)
+
+    def _set(self, offset_ms: float) -> None:
+        changed = offset_ms != self.offset_ms
+        self._offset_s = offset_ms / 1000.0
+        if changed and self.on_change is not None:
+            self.on_change(offset_ms)
 
     def now_ms(self) -> float:
         """Milliseconds on the node's (skewable, non-decreasing) monotonic clock."""

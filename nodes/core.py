@@ -30,6 +30,7 @@ A new core starts as CANDIDATE with the persisted term and vote; the store is it
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -305,6 +306,12 @@ class Core:
             self._complete(request_id, TransferResponse(code, self.term, self.leader))
             return
         self._start_transfer(transferee, request_id)
+
+    def set_preferred_leader(self, peer: str | None) -> None:
+        """Change the preferred leader at run time (None: no preference)."""
+        if peer is not None and peer not in self.peers:
+            raise ValueError(f"preferred leader {peer!r} is not one of the peers {sorted(self.peers)}")
+        self.config = dataclasses.replace(self.config, preferred_leader=peer)
 
     def metadata(self) -> MetadataResponse:
         """DLedger's METADATA: the members and the leader this node knows."""

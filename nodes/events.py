@@ -4,9 +4,12 @@
 
 * role change: `{"event": "role", "time_ns", "node", "term", "role", "leader"}` with role
   `"candidate"`, `"leader"` or `"follower"` and leader the known leader's id or null;
-* commit advance: `{"event": "commit", "time_ns", "node", "term", "commit_index"}`.
+* commit advance: `{"event": "commit", "time_ns", "node", "term", "commit_index"}`;
+* clock offset applied: `{"event": "clock", "time_ns", "node", "offset_ms"}`.
 
-`time_ns` is the node's wall clock (including the clock nemesis's offset).
+`time_ns` is the node's wall clock (including the clock nemesis's offset); `real_ns` on
+every line is the machine's own wall clock, without the offset, so lines of all nodes line
+up with the harness's history.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 from pathlib import Path
 from typing import TextIO
 
@@ -48,8 +52,12 @@ class EventLog:
         self._commit = commit_index
         self._write({"event": "commit", "term": term, "commit_index": commit_index})
 
+    def clock(self, offset_ms: float) -> None:
+        """Record that the node's clock now runs `offset_ms` off the machine's."""
+        self._write({"event": "clock", "offset_ms": offset_ms})
+
     def _write(self, fields: dict[str, object]) -> None:
-        line = {"time_ns": self._clock.wall_ns(), "node": self._node, **fields}
+        line = {"time_ns": self._clock.wall_ns(), "real_ns": time.time_ns(), "node": self._node, **fields}
         self._file.write(json.dumps(line, separators=(",", ":")) + "\n")
 
     def close(self) -> None:

@@ -251,12 +251,18 @@ class TransferResponse:
 
 @dataclass(frozen=True, slots=True)
 class MetadataResponse:
-    """Outcome of `Core.metadata`: DLedger's METADATA (peers and the known leader)."""
+    """Outcome of `Core.metadata`: DLedger's METADATA (peers and the known leader).
+
+    The server adds what its clock says: `wall_ms` (its wall clock, clock offset included)
+    and `clock_offset_ms` (the offset the clock nemesis set), so a skew shows from outside.
+    """
 
     peers: list[str]
     leader: str | None
     term: int
     role: str
+    wall_ms: int = 0
+    clock_offset_ms: float = 0.0
 
 
 PeerMessage = (

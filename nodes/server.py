@@ -18,6 +18,7 @@ message that still cannot be framed is logged and dropped (see `_Connection.repl
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ from nodes.clientapi import (
 )
 from nodes.clock import NodeClock
 from nodes.codec import CodecError
+from nodes.controlfile import UNCHANGED, ControlFile
 from nodes.core import Core, CoreConfig, Ready
 from nodes.events import EventLog
 from nodes.mmapstore import DEFAULT_DATA_SEGMENT, DEFAULT_INDEX_SEGMENT, MmapStore
@@ -45,6 +47,7 @@ from nodes.wire import FrameError, FrameParser, frame_message
 log = logging.getLogger(__name__)
 
 TICK_S = 0.005
+PREFERRED_FILE = "preferred-leader"  # a control file: the peer to hand leadership to, or empty
 CHECKPOINT_EVERY_MS = 1000.0
 MAX_READ_ENTRIES = 10000
 
@@ -162,6 +165,10 @@ class NodeServer:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.clock = NodeClock(data_dir)
         self.events = EventLog(data_dir, config.node, self.clock)
+        self.clock.on_change = self.events.clock
+        self._preferred = ControlFile(data_dir / PREFERRED_FILE)
+        if self.clock.offset_ms:
+            self.events.clock(self.clock.offset_ms)
         # The store never waits for fsync inside an append: in sync mode the core acks only
         # what `flushed_index` covers, and `_drive` runs group-commit flushes.
         self.store = MmapStore(
@@ -258,6 +265,7 @@ class NodeServer:
     async def _tick_loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             self.clock.refresh()
+            self._poll_preferred()
             now = self.clock.now_ms()
             self.core.tick(now)
             if self.config.flush == "sync":
@@ -267,6 +275,18 @@ class NodeServer:
                 self._checkpoint()
             self._drive()
             await asyncio.sleep(TICK_S)
+
+    def _poll_preferred(self) -> None:
+        text = self._preferred.poll()
+        if text is UNCHANGED:
+            return
+        peer = text or None
+        try:
+            self.core.set_preferred_leader(peer)  # type: ignore[arg-type]
+        except ValueError as exc:
+            log.error("%s: %s; keeping %s", PREFERRED_FILE, exc, self.core.config.preferred_leader)
+            return
+        log.info("preferred leader now %s", peer)
 
     def _checkpoint(self) -> None:
         committed = self.store.committed_index
@@ -323,7 +343,9 @@ class NodeServer:
         return token
 
     def _on_metadata(self, conn: _Connection, request_id: int, _req: MetadataRequest) -> None:
-        conn.reply(request_id, self.core.metadata())
+        meta = dataclasses.replace(self.core.metadata(), wall_ms=self.clock.wall_ns() // 1_000_000,
+                                   clock_offset_ms=self.clock.offset_ms)
+        conn.reply(request_id, meta)
 
     def refuse(
         self,

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from harness.generator import Mix, nemesis_schedule, pacing_delay, parse_concurrency, worker_rng
+from harness.generator import Mix, Slotted, nemesis_schedule, pacing_delay, parse_concurrency, worker_rng
 from nodes.payload import payload_id
 
 
@@ -55,16 +55,69 @@ def test_pacing_averages_to_the_rate():
     assert pacing_delay(rng, rate=0, workers=10) == 0.0
 
 
-def test_schedule_alternates_and_heals_before_the_end():
-    steps = nemesis_schedule(seed=5, faults=["kill", "partition"], interval=10, time_limit=60)
-    assert [s.at for s in steps] == [10, 20, 30, 40]
-    assert [s.action for s in steps] == ["start", "stop"] * 2
-    assert all(a.fault == b.fault for a, b in zip(steps[::2], steps[1::2], strict=True))
-    assert steps == nemesis_schedule(seed=5, faults=["kill", "partition"], interval=10, time_limit=60)
-    many = {tuple(s.fault for s in nemesis_schedule(s, ["kill", "partition"], 1, 100)) for s in range(5)}
-    assert len(many) > 1, "different seeds choose different faults"
-    for seed in range(20):  # every requested fault runs before any runs again
-        steps = nemesis_schedule(seed, ["kill", "partition", "pause"], 1, 13)
-        kinds = [s.fault for s in steps if s.action == "start"]
-        assert len(kinds) == 6 and set(kinds[:3]) == set(kinds[3:]) == {"kill", "partition", "pause"}
+def fams(*names, **kinds):
+    return [Slotted(n, **kinds.get(n, {})) for n in names]
+
+
+def windows(steps):
+    """(fault, start, stop) for every start/stop pair."""
+    opened, found = {}, []
+    for s in steps:
+        if s.action == "start":
+            opened[s.fault] = s.at
+        elif s.action == "stop":
+            found.append((s.fault, opened.pop(s.fault), s.at))
+    assert not opened, "every fault started is stopped"
+    return found
+
+
+def test_one_lane_alternates_and_heals_before_the_end():
+    steps = nemesis_schedule(5, fams("kill", "partition"), interval=10, time_limit=60)
+    spans = windows(steps)
+    assert spans[0][1] == 10, "a quiet first interval"
+    assert all(7.5 <= stop - start <= 12.5 for _, start, stop in spans)
+    assert all(b[1] - a[2] >= 7.5 for a, b in zip(spans, spans[1:], strict=False)), "quiet periods between"
+    assert max(stop for _, _, stop in spans) <= 55, "the last half interval is quiet"
+    assert steps == nemesis_schedule(5, fams("kill", "partition"), interval=10, time_limit=60)
     assert nemesis_schedule(1, [], 10, 60) == []
+
+
+def test_every_family_runs_before_any_runs_again():
+    for seed in range(20):
+        steps = nemesis_schedule(seed, fams("kill", "partition", "pause"), 1, 14)
+        kinds = [s.fault for s in steps if s.action == "start"]
+        assert len(kinds) >= 6 and set(kinds[:3]) == set(kinds[3:6]) == {"kill", "partition", "pause"}
+    many = {tuple(s.fault for s in nemesis_schedule(s, fams("kill", "partition"), 1, 100)) for s in range(5)}
+    assert len(many) > 1, "different seeds choose different faults"
+
+
+def test_lanes_overlap_faults_but_never_one_family_twice():
+    families = fams("kill", "pause", "partition", "clock")
+    overlapping = 0
+    for seed in range(10):
+        spans = windows(nemesis_schedule(seed, families, 8, 60, concurrency=2))
+        for i, (fault, start, stop) in enumerate(spans):
+            others = [(f, a, b) for f, a, b in spans[i + 1:] if a < stop and b > start]
+            overlapping += bool(others)
+            assert all(f != fault for f, _, _ in others), "a family in force twice at once"
+            assert sum(1 for _, a, b in spans if a <= start < b) <= 2, "at most two faults at once"
+    assert overlapping > 0, "two lanes put faults in force together"
+
+
+def test_default_mix_draws_every_family_in_most_seeds():
+    families = fams("kill", "pause", "partition", "clock")
+    seen = {f.name: 0 for f in families}
+    for seed in range(10):
+        for name in {s.fault for s in nemesis_schedule(seed, families, 8, 60, concurrency=2)}:
+            seen[name] += 1
+    assert all(count >= 5 for count in seen.values()), seen
+
+
+def test_instant_families_fire_repeatedly_through_their_slot():
+    steps = nemesis_schedule(3, fams("churn", churn={"instant": True, "repeat_s": 1.0}), 10, 60)
+    fired = [s.at for s in steps]
+    assert {s.action for s in steps} == {"instant"}
+    assert len(fired) >= 15 and all(0.99 <= b - a <= 1.01 or b - a > 5 for a, b in zip(fired, fired[1:],
+                                                                                            strict=False))
+    once = nemesis_schedule(3, fams("disk", disk={"instant": True}), 10, 60)
+    assert len(once) == len({s.at for s in once}) and all(s.action == "instant" for s in once)

@@ -45,3 +45,13 @@ def test_status_text():
     assert text.split()[0] in {"12s/60s", "13s/60s"}
     assert "ok 5  fail 0  info 1  faults: partition  leader: n3" in text
     assert "faults: none  leader: ?" in run_status(time.monotonic(), 60, {}, [], None)
+
+
+def test_leader_watch_counts_changes_not_silences():
+    from harness.progress import LeaderWatch
+
+    watch = LeaderWatch("n1")
+    for seen in ("n1", None, "n2", "n2", None, "n1"):
+        watch.see(seen)
+    assert (watch.leader, watch.changes) == ("n1", 2)
+    assert "leader: n1 (2 changes)" in run_status(time.monotonic(), 60, {}, [], watch.leader, watch.changes)

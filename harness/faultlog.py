@@ -1,0 +1,192 @@
+"""What each fault did, computed after a run from the history and the nodes' `events.jsonl`.
+
+For every fault (a start/stop pair of one family, or an instant fault): when it started and
+ended, its targets, whether the leader was among them, the leader changes and elections
+from its start until `SETTLE_S` after its end, the client outcomes completed while it was in
+force, the longest window with no successful append while it was in force, and the time
+from its end to the next successful append (recovery time, as OpenChaos reports it).
+
+Node events are placed on the history's time line by their `real_ns` (the machine's wall
+clock, free of the clock nemesis's offset) minus the history's wall-clock start.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SETTLE_S = 2.0
+NS = 1e9
+
+
+@dataclass
+class Elections:
+    """Leader and candidate role events on the history's time line, in time order."""
+
+    leaders: list[tuple[float, int, str]] = field(default_factory=list)  # (time s, term, node)
+    candidacies: list[tuple[float, int, str]] = field(default_factory=list)
+
+    @classmethod
+    def from_events(cls, events: Iterable[dict[str, Any]], wall_start_ns: int) -> Elections:
+        found = cls()
+        for event in events:
+            if event.get("event") != "role" or "real_ns" not in event:
+                continue
+            at = (event["real_ns"] - wall_start_ns) / NS
+            if event["role"] == "leader":
+                found.leaders.append((at, event["term"], event["node"]))
+            elif event["role"] == "candidate":
+                found.candidacies.append((at, event["term"], event["node"]))
+        found.leaders.sort()
+        found.candidacies.sort()
+        return found
+
+    def leader_at(self, at: float) -> str | None:
+        """The most recently elected leader at time `at` (highest term wins a tie)."""
+        before = [(term, t, node) for t, term, node in self.leaders if t <= at]
+        return max(before)[2] if before else None
+
+    def changes(self, start: float, end: float) -> int:
+        """Leader elections in [start, end] that put a different node in charge."""
+        previous = self.leader_at(start)
+        count = 0
+        for t, _term, node in self.leaders:
+            if start < t <= end:
+                if node != previous:
+                    count += 1
+                previous = node
+        return count
+
+    def elections(self, start: float, end: float) -> int:
+        """Distinct terms in which some node stood as candidate in [start, end]."""
+        return len({term for t, term, _node in self.candidacies if start < t <= end})
+
+    def total_changes(self) -> int:
+        """Leader changes after the first leader of the run was elected."""
+        return self.changes(self.leaders[0][0], float("inf")) if self.leaders else 0
+
+
+@dataclass
+class Outcomes:
+    """Completion times (s) of client ops by type, and of successful appends."""
+
+    by_type: dict[str, list[float]] = field(default_factory=lambda: {"ok": [], "fail": [], "info": []})
+    ok_appends: list[float] = field(default_factory=list)
+
+    def count(self, kind: str, start: float, end: float) -> int:
+        times = self.by_type[kind]
+        return bisect.bisect_right(times, end) - bisect.bisect_left(times, start)
+
+    def longest_gap(self, start: float, end: float) -> float:
+        """The longest stretch of [start, end] with no successful append."""
+        inside = self.ok_appends[bisect.bisect_left(self.ok_appends, start):
+                                 bisect.bisect_right(self.ok_appends, end)]
+        marks = [start, *inside, end]
+        return max(b - a for a, b in itertools.pairwise(marks))
+
+    def recovery(self, end: float) -> float | None:
+        """Seconds from `end` to the next successful append; None if none came."""
+        i = bisect.bisect_left(self.ok_appends, end)
+        return self.ok_appends[i] - end if i < len(self.ok_appends) else None
+
+
+def read_history(lines: Iterable[dict[str, Any]], vocabulary: dict[str, dict[str, Any]]
+                 ) -> tuple[Outcomes, list[dict[str, Any]]]:
+    """Client outcomes, and each fault as {family, start, end, value, error} (times in s)."""
+    starts = {v["start"]: name for name, v in vocabulary.items()}
+    stops = {v["stop"]: name for name, v in vocabulary.items() if v.get("stop")}
+    outcomes = Outcomes()
+    faults: list[dict[str, Any]] = []
+    open_faults: dict[str, dict[str, Any]] = {}
+    invoked: dict[str, float] = {}
+    for op in lines:
+        t = op["time"] / NS
+        if op["process"] != "nemesis":
+            if op["type"] != "invoke":
+                outcomes.by_type[op["type"]].append(t)
+                if op["type"] == "ok" and op["f"] == "append":
+                    outcomes.ok_appends.append(t)
+            continue
+        f = op["f"]
+        if op["type"] == "invoke":
+            invoked[f] = t
+            continue
+        began = invoked.pop(f, t)
+        if f in starts:
+            family = starts[f]
+            record = {"family": family, "start": began, "end": t, "value": op.get("value"),
+                      "error": op.get("error")}
+            faults.append(record)
+            if vocabulary[family].get("stop"):
+                record["end"] = None
+                open_faults[family] = record
+        elif f in stops and stops[f] in open_faults:
+            record = open_faults.pop(stops[f])
+            record["end"] = t
+            record["stop_error"] = op.get("error")
+    for record in open_faults.values():  # never stopped (an interrupted run): in force to the end
+        record["end"] = max([*outcomes.by_type["ok"][-1:], record["start"]])
+    return outcomes, faults
+
+
+def fault_log(history: Iterable[dict[str, Any]], vocabulary: dict[str, dict[str, Any]],
+              events: Iterable[dict[str, Any]], wall_start_ns: int) -> dict[str, Any]:
+    """`{"faults": [one record per fault], "leader_changes": n, "elections": n}` for test.json."""
+    outcomes, faults = read_history(history, vocabulary)
+    elections = Elections.from_events(events, wall_start_ns)
+    records = []
+    for fault in faults:
+        start, end = fault["start"], fault["end"]
+        value = fault["value"] if isinstance(fault["value"], dict) else {}
+        targets = value.get("targets", [])
+        leader = elections.leader_at(start)
+        record: dict[str, Any] = {
+            "family": fault["family"],
+            "label": vocabulary[fault["family"]]["label"],
+            "start_s": round(start, 3),
+            "end_s": round(end, 3),
+            "targets": targets,
+            "leader_before": leader,
+            "leader_hit": leader is not None and leader in targets,
+            "leader_changes": elections.changes(start, end + SETTLE_S),
+            "elections": elections.elections(start, end + SETTLE_S),
+            "ops": {kind: outcomes.count(kind, start, end) for kind in ("ok", "fail", "info")},
+            "longest_no_append_s": round(outcomes.longest_gap(start, end), 3),
+            "recovery_s": _rounded(outcomes.recovery(end)),
+        }
+        detail = {k: v for k, v in value.items() if k != "targets"}
+        if detail:
+            record["detail"] = detail
+        for key in ("error", "stop_error"):
+            if fault.get(key):
+                record[key] = fault[key]
+        records.append(record)
+    return {"faults": records, "leader_changes": elections.total_changes(),
+            "elections": len({term for _t, term, _n in elections.candidacies})}
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """A JSON-lines file's objects; a torn last line (a node killed mid-write) is skipped."""
+    found = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                found.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return found
+
+
+def run_fault_log(run_dir: Path, vocabulary: dict[str, dict[str, Any]], wall_start_ns: int) -> dict[str, Any]:
+    """The fault log of a results folder (history.jsonl and nodes/*/events.jsonl)."""
+    events = [e for path in sorted(run_dir.glob("nodes/*/events.jsonl")) for e in read_jsonl(path)]
+    return fault_log(read_jsonl(run_dir / "history.jsonl"), vocabulary, events, wall_start_ns)

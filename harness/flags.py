@@ -1,0 +1,133 @@
+"""The run command's flags, each declared once: the parser, validation, test.json and the
+reproduce line are all derived from `FLAGS` (plus each fault family's own options, from the
+nemesis catalogue).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nemesis import catalogue
+from nodes.messages import ReadMode
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One flag: `--<name>`, its type and default, and a check returning an error or None.
+
+    `replay`: the flag is recorded in test.json and in the command that reproduces a test.
+    """
+
+    name: str
+    default: Any
+    help: str
+    type: Callable[[str], Any] = str
+    choices: tuple[str, ...] | None = None
+    check: Callable[[Any], str | None] | None = None
+    replay: bool = True
+    switch: bool = False
+
+    @property
+    def dest(self) -> str:
+        return self.name.replace("-", "_")
+
+
+def _positive(value: float) -> str | None:
+    return None if value > 0 else "must be positive"
+
+
+def _not_negative(value: float) -> str | None:
+    return None if value >= 0 else "must not be negative"
+
+
+def _fraction(value: float) -> str | None:
+    return None if 0 <= value <= 1 else "must be between 0 and 1"
+
+
+FLAGS: tuple[Flag, ...] = (
+    Flag("nodes", 5, "cluster size, 3 to 9", int,
+         check=lambda n: None if 3 <= n <= 9 else "give 3 to 9 nodes"),
+    Flag("time-limit", 60.0, "seconds of workload", float, check=_positive),
+    Flag("concurrency", "2n", "client workers: a number, or Nn for N per node"),
+    Flag("rate", 500.0, "target ops/s over all workers; 0 for no pacing", float, check=_not_negative),
+    Flag("nemesis", "default", "fault families and mixes, comma-separated, or none "
+                                "(see `python -m harness faults`)"),
+    Flag("nemesis-interval", 8.0, "mean seconds of each faulty and each quiet period", float,
+         check=_positive),
+    Flag("nemesis-concurrency", 2, "how many faults may be in force at once", int,
+         check=lambda n: None if n >= 1 else "must be at least 1"),
+    Flag("payload-size", 100, "bytes per appended body", int, check=_not_negative),
+    Flag("flush", "sync", "node flush policy: sync (fsync before ack) or async (DLedger's)",
+         choices=("async", "sync")),
+    Flag("timing", "default", "node timing profile", choices=("default", "dledger")),
+    Flag("read-mode", "read-index", "how nodes serve reads", choices=tuple(m.label for m in ReadMode)),
+    Flag("read-fraction", 0.25, "share of ops that are reads", float, check=_fraction),
+    Flag("op-timeout", 3.0, "client timeout per op, seconds", float, check=_positive),
+    Flag("catch-up-timeout", 30.0, "seconds to wait after healing for a leader and lagging nodes", float,
+         check=_positive, replay=False),
+    Flag("seed", None, "seed for every random choice (default: a fresh one)", int, replay=False),
+    Flag("test-count", 1, "run this many tests (seeds seed, seed+1, ...)", int,
+         check=lambda n: None if n >= 1 else "must be at least 1", replay=False),
+    Flag("name", None, "test name (default: dledger-<nemeses>)", replay=False),
+    Flag("results-dir", Path("results"), "where results go", Path, replay=False),
+    Flag("witnesses", 10, "witnesses per anomaly in results.json", int, check=_not_negative, replay=False),
+    Flag("spark-master", None, "check on this Spark master instead of local mode", replay=False),
+    Flag("leave-running", False,
+         "leave the cluster up after the run (remove it with python -m harness clean)", replay=False,
+         switch=True),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Every flag of FLAGS, then every fault family's options."""
+    for flag in FLAGS:
+        shown = flag.default is not None and not flag.switch
+        text = f"{flag.help} (default {flag.default})" if shown else flag.help
+        if flag.switch:
+            parser.add_argument(f"--{flag.name}", action="store_true", help=text)
+        else:
+            parser.add_argument(f"--{flag.name}", type=flag.type, default=flag.default, choices=flag.choices,
+                                help=text)
+    group = parser.add_argument_group("fault options (see `python -m harness faults`)")
+    for option in catalogue.options():
+        group.add_argument(f"--{option.name}", default=option.default,
+                           help=f"{option.help} (default {option.default})")
+
+
+def validate(args: argparse.Namespace) -> None:
+    """Check every flag; sets `args.faults` (family names) and `args.fault_options` (parsed values).
+
+    ValueError naming the flag and what is wrong.
+    """
+    from harness.generator import parse_concurrency
+
+    for flag in FLAGS:
+        value = getattr(args, flag.dest)
+        problem = flag.check(value) if flag.check and value is not None else None
+        if problem:
+            raise ValueError(f"--{flag.name} {value}: {problem}")
+    args.workers = parse_concurrency(args.concurrency, args.nodes)
+    args.faults = catalogue.resolve(args.nemesis)
+    args.fault_options = catalogue.parse_options({o.dest: getattr(args, o.dest) for o in catalogue.options()})
+
+
+def replayed(args: argparse.Namespace, faults: list[str]) -> dict[str, Any]:
+    """The flags that define a test, for test.json: every replayed flag, then the options of its faults."""
+    values = {flag.dest: getattr(args, flag.dest) for flag in FLAGS if flag.replay}
+    for name in faults:
+        for option in catalogue.FAMILIES[name].options:
+            values[option.dest] = getattr(args, option.dest)
+    return values
+
+
+def reproduce_command(args: argparse.Namespace, faults: list[str], seed: int, name: str) -> str:
+    """The command line that reruns this test's schedule."""
+    parts = ["python", "-m", "harness", "run"]
+    for dest, value in replayed(args, faults).items():
+        parts += [f"--{dest.replace('_', '-')}", f"{value:g}" if isinstance(value, float) else str(value)]
+    return shlex.join([*parts, "--seed", str(seed), "--name", name])

@@ -1,0 +1,61 @@
+"""The fault log: what each fault did, from a history and the nodes' events (pure, no cluster)."""
+
+from harness.faultlog import fault_log
+
+S = 1_000_000_000
+WALL = 1_700_000_000 * S
+VOCAB = {"kill": {"start": "kill", "stop": "start", "label": "kill"},
+         "churn": {"start": "transfer-leader", "stop": None, "label": "leader churn"}}
+
+
+def op(t, kind, process, f, value=None):
+    return {"time": int(t * S), "type": kind, "process": process, "f": f, "value": value}
+
+
+def client(t_invoke, t_done, kind, f="append", process=0):
+    return [op(t_invoke, "invoke", process, f), op(t_done, kind, process, f)]
+
+
+def role(t, node, term, what):
+    return {"event": "role", "real_ns": WALL + int(t * S), "time_ns": 0, "node": node, "term": term,
+            "role": what, "leader": node if what == "leader" else None}
+
+
+def test_a_leader_kill_is_recorded_with_its_effects():
+    history = [
+        *client(0.5, 1.0, "ok"),
+        op(2.0, "invoke", "nemesis", "kill"), op(2.1, "info", "nemesis", "kill", {"targets": ["n1"]}),
+        *client(2.2, 3.0, "info"), *client(2.3, 2.4, "fail"), *client(3.1, 4.5, "ok"),
+        op(6.0, "invoke", "nemesis", "start"), op(6.5, "info", "nemesis", "start", {"targets": ["n1"]}),
+        *client(6.6, 7.0, "ok"),
+    ]
+    events = [role(0.1, "n1", 1, "leader"), role(2.5, "n2", 2, "candidate"), role(2.9, "n2", 2, "leader")]
+    log = fault_log(history, VOCAB, events, WALL)
+    (kill,) = log["faults"]
+    assert kill["family"] == "kill" and kill["targets"] == ["n1"]
+    assert kill["start_s"] == 2.0 and kill["end_s"] == 6.5
+    assert kill["leader_before"] == "n1" and kill["leader_hit"] is True
+    assert kill["leader_changes"] == 1 and kill["elections"] == 1
+    assert kill["ops"] == {"ok": 1, "fail": 1, "info": 1}
+    assert kill["longest_no_append_s"] == 2.5  # from the start (2.0) to the ok at 4.5
+    assert kill["recovery_s"] == 0.5  # the ok append at 7.0
+    assert log["leader_changes"] == 1 and log["elections"] == 1
+
+
+def test_a_follower_fault_that_moved_nothing_says_so():
+    history = [op(1.0, "invoke", "nemesis", "kill"), op(1.1, "info", "nemesis", "kill", {"targets": ["n3"]}),
+               *client(1.2, 1.3, "ok"), op(3.0, "invoke", "nemesis", "start"),
+               op(3.1, "info", "nemesis", "start", {"targets": ["n3"]})]
+    (kill,) = fault_log(history, VOCAB, [role(0.1, "n1", 1, "leader")], WALL)["faults"]
+    assert kill["leader_hit"] is False and kill["leader_changes"] == 0 and kill["recovery_s"] is None
+    assert kill["longest_no_append_s"] == 1.8
+
+
+def test_instant_faults_and_errors():
+    history = [op(1.0, "invoke", "nemesis", "transfer-leader"),
+               op(1.4, "info", "nemesis", "transfer-leader", {"targets": ["n1", "n2"], "to": "n2"}),
+               op(2.0, "invoke", "nemesis", "kill"),
+               {**op(2.2, "info", "nemesis", "kill"), "error": "CommandFailed: boom"}]
+    churn, kill = fault_log(history, VOCAB, [], WALL)["faults"]
+    assert (churn["start_s"], churn["end_s"], churn["detail"]) == (1.0, 1.4, {"to": "n2"})
+    assert kill["error"] == "CommandFailed: boom" and kill["targets"] == []
