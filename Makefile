@@ -31,7 +31,7 @@ image: setup debootstrap
 	$(PY) -m harness image
 
 chaos: setup debootstrap
-	$(PY) -m harness run --nodes 5 --time-limit 60 --nemesis kill,partition
+	$(PY) -m harness run --nodes 5 --time-limit 60 --nemesis default
 
 sim: setup
 	$(PY) -m nodes simulate-many --budget 300 --json bench/results/sim.json

@@ -76,7 +76,7 @@ def write_report(run_dir: Path) -> Path:
     test = _load(run_dir / "test.json")
     results = _load(run_dir / "results.json")
     history = run_dir / "history.jsonl"
-    timeline = build_timeline(history) if history.exists() else None
+    timeline = build_timeline(history, test.get("faults")) if history.exists() else None
     plots = write_plots(timeline, run_dir) if timeline else []
     css, word = VERDICT.get(results.get("valid"), VERDICT["unknown"])
     if not results:

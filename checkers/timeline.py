@@ -11,16 +11,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Nemesis start op -> the op that ends its fault period, and the fault's name in plots.
-FAULT_NAMES = {"start-partition": "partition", "start-packet": "packet", "bump-clock": "clock"}
-FAULT_PAIRS = {
-    "start-partition": "stop-partition",
-    "kill": "start",
-    "pause": "resume",
-    "start-packet": "stop-packet",
-    "bump-clock": "reset-clock",
-}
-INSTANT_FAULTS = {"corrupt-file", "transfer-leader"}
 SECOND_NS = 1_000_000_000
 
 
@@ -60,17 +50,26 @@ def read_ops(path: Path) -> Iterator[dict]:
                     raise ValueError(f"{path}:{number}: not a JSON line") from None
 
 
-def build_timeline(path: Path, max_points: int = 100_000) -> Timeline:
-    """Read `path` into a Timeline, keeping at most about `max_points` raw latency points."""
+def build_timeline(path: Path, vocabulary: dict[str, dict] | None = None, max_points: int = 100_000
+                   ) -> Timeline:
+    """Read `path` into a Timeline, keeping at most about `max_points` raw latency points.
+
+    `vocabulary` is test.json's `"faults"` ({family: {"start", "stop", "label"}}); a run
+    recorded without one is read with the catalogue's vocabulary of every family.
+    """
+    if vocabulary is None:
+        from nemesis import catalogue
+
+        vocabulary = catalogue.vocabulary(list(catalogue.FAMILIES))
+    faults = _Faults(vocabulary)
     timeline = Timeline()
     invoked: dict[object, dict] = {}
-    open_faults: dict[str, tuple[float, object]] = {}
     stride, seen = 1, 0
     for op in read_ops(path):
         t = op["time"] / SECOND_NS
         timeline.end = max(timeline.end, t)
         if op["process"] == "nemesis":
-            _nemesis_op(timeline, op, t, open_faults)
+            faults.op(timeline, op, t)
             continue
         if op["type"] == "invoke":
             invoked[op["process"]] = op
@@ -91,23 +90,45 @@ def build_timeline(path: Path, max_points: int = 100_000) -> Timeline:
             if len(timeline.points) >= 2 * max_points:
                 timeline.points = timeline.points[::2]
                 stride *= 2
-    for fault, (start, value) in open_faults.items():
-        timeline.faults.append(FaultPeriod(FAULT_NAMES.get(fault, fault), start, timeline.end, value))
+    faults.finish(timeline)
     return timeline
 
 
-def _nemesis_op(timeline: Timeline, op: dict, t: float, open_faults: dict[str, tuple[float, object]]) -> None:
-    f = op["f"]
-    if op["type"] != "invoke":
-        timeline.nemesis_ops.append(
-            {"time": round(t, 3), "f": f, "type": op["type"], "value": op.get("value")}
-        )
-    if op["type"] == "invoke" and f in FAULT_PAIRS:
-        open_faults.setdefault(f, (t, op.get("value")))
-    elif op["type"] != "invoke" and f in FAULT_PAIRS.values():
-        starter = next((s for s, e in FAULT_PAIRS.items() if e == f and s in open_faults), None)
-        if starter is not None:
-            start, value = open_faults.pop(starter)
-            timeline.faults.append(FaultPeriod(FAULT_NAMES.get(starter, starter), start, t, value))
-    elif op["type"] == "invoke" and f in INSTANT_FAULTS:
-        timeline.faults.append(FaultPeriod(f, t, t, op.get("value")))
+class _Faults:
+    """Pairs nemesis ops into fault periods by the run's fault vocabulary."""
+
+    def __init__(self, vocabulary: dict[str, dict]) -> None:
+        self.vocabulary = vocabulary
+        self.starts = {v["start"]: family for family, v in vocabulary.items()}
+        self.stops = {v["stop"]: family for family, v in vocabulary.items() if v.get("stop")}
+        self.open: dict[str, tuple[float, object]] = {}
+        self.invoked: dict[str, float] = {}
+
+    def label(self, family: str) -> str:
+        return self.vocabulary[family].get("label") or family
+
+    def op(self, timeline: Timeline, op: dict, t: float) -> None:
+        """A fault starts when its start op is invoked; it ends when its stop op completes."""
+        f = op["f"]
+        if op["type"] == "invoke":
+            self.invoked[f] = t
+            return
+        value = op.get("value")
+        timeline.nemesis_ops.append({"time": round(t, 3), "f": f, "type": op["type"], "value": value})
+        family = self.starts.get(f)
+        began = self.invoked.pop(f, t)
+        if family is not None and self.vocabulary[family].get("stop"):
+            self.open.setdefault(family, (began, value))
+        elif family is not None:
+            timeline.faults.append(FaultPeriod(self.label(family), began, t, value))
+        elif f in self.stops and self.stops[f] in self.open:
+            start, value = self.open.pop(self.stops[f])
+            timeline.faults.append(FaultPeriod(self.label(self.stops[f]), start, t, value))
+
+    def finish(self, timeline: Timeline) -> None:
+        """Faults still in force at the end of the history (also one whose start op never completed)."""
+        for f, began in self.invoked.items():
+            if f in self.starts:
+                self.open.setdefault(self.starts[f], (began, None))
+        for family, (start, value) in self.open.items():
+            timeline.faults.append(FaultPeriod(self.label(family), start, timeline.end, value))

@@ -3,8 +3,11 @@
 Containers share the host kernel's clock, so real skew is impossible; every timer of the
 node reads one clock object that adds this file's offset (nodes/clock.py), and the node
 records each offset it applies in `events.jsonl` (`{"event": "clock", "offset_ms"}`) and
-reports it in its metadata. Modes: `bump` sets a random offset of up to
-`--clock-max-skew-ms` either way on the targets; `strobe` flips the targets' offset between
+reports it in its metadata. Modes: `bump` sets a random offset of a quarter to all
+of `--clock-max-skew-ms` on each target, in the direction that bites: the leader's clock
+goes back (a clock that steps back freezes the node's timers, so the leader stops sending
+heartbeats and the others elect another), a follower's forward (its election timeout fires
+at once and it stands for election); `strobe` flips the targets' offset between
 that and 0 every `--clock-strobe-ms` until the fault stops (a detached loop on the node);
 stopping, and healing, kills any strobe loop and removes the file (offset 0).
 """
@@ -52,10 +55,11 @@ class ClockFault:
     def start(self, rng: random.Random) -> dict[str, Any]:
         mode = rng.choice(self.modes)
         spec, victims = pick(self.nodes, self.targets, rng)
+        leader = self.nodes.leader()
         offsets = {}
         for node in victims:
             # at least a quarter of the maximum, so every bump moves timers past their timeouts
-            offset = rng.choice((-1, 1)) * rng.uniform(self.max_skew_ms / 4, self.max_skew_ms)
+            offset = (-1 if node == leader else 1) * rng.uniform(self.max_skew_ms / 4, self.max_skew_ms)
             offsets[node] = round(offset)
             if mode == "bump":
                 self.nodes.exec(node, self._write(offset))
@@ -67,7 +71,8 @@ class ClockFault:
                                       f"echo $! > {STROBE_PID}")
             if node not in self.skewed:
                 self.skewed.append(node)
-        value: dict[str, Any] = {"mode": mode, "target": spec, "targets": victims, "offsets_ms": offsets}
+        value: dict[str, Any] = {"mode": mode, "target": spec, "targets": victims, "leader": leader,
+                                 "offsets_ms": offsets}
         if mode == "strobe":
             value["period_ms"] = self.strobe_ms
         return value

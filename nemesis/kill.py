@@ -24,7 +24,7 @@ def _stop(nodes: Nodes, options: dict[str, Any]) -> ProcessFault:
 KILL = Family(
     name="kill", label="kill", start_f="kill", stop_f="start", make=_kill,
     help="SIGKILL the targets' node process, then start it again (recovery from disk)",
-    options=(targets_option("kill", "one,leader,minority"),), weight=1.0)
+    options=(targets_option("kill", "leader,minority,one"),), weight=1.0)
 
 STOP = Family(
     name="stop", label="stop", start_f="terminate", stop_f="restart", make=_stop,

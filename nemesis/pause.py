@@ -24,4 +24,4 @@ def _pause(nodes: Nodes, options: dict[str, Any]) -> ProcessFault:
 PAUSE = Family(
     name="pause", label="pause", start_f="pause", stop_f="resume", make=_pause,
     help="SIGSTOP the targets' node process, SIGCONT it at the end of the fault",
-    options=(targets_option("pause", "leader,one,minority"),), weight=1.0)
+    options=(targets_option("pause", "leader,minority"),), weight=1.0)
