@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: setup debootstrap test lint chaos image sim checker-service bench bench-store bench-node bench-failover bench-checker bench-harness clean
+.PHONY: setup debootstrap test lint chaos image sim checker-service bench bench-store bench-node bench-failover bench-checker bench-harness bench-nemesis clean
 
 setup: $(STAMP)
 
@@ -39,7 +39,7 @@ sim: setup
 checker-service: setup
 	$(PY) -m checkers serve
 
-bench: bench-store bench-node bench-failover bench-checker bench-harness
+bench: bench-store bench-node bench-failover bench-checker bench-harness bench-nemesis
 
 bench-store: setup
 	$(PY) bench/store.py
@@ -55,6 +55,9 @@ bench-harness: setup debootstrap
 
 bench-checker: setup
 	$(PY) bench/checker.py
+
+bench-nemesis: setup debootstrap
+	$(PY) bench/nemesis.py
 
 clean:
 	-$(PY) -m harness clean
