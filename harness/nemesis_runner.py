@@ -53,14 +53,18 @@ class NemesisRunner:
         for step in self.schedule:
             if self._stop.wait(max(0.0, self._started + step.at - time.monotonic())):
                 return
-            family, fault = self.families[step.fault], self.faults[step.fault]
             if step.action == "stop":
                 self._stop_fault(step.fault)
             else:
-                if step.action == "start":
-                    with self._lock:
-                        self._active.append(step.fault)
-                self._record(family.start_f, lambda f=fault: f.start(self.rng))
+                self.inject(step.fault)
+
+    def inject(self, name: str) -> None:
+        """Start (or fire, for an instant family) one fault of family `name` now, recorded."""
+        family = self.families[name]
+        if not family.instant:
+            with self._lock:
+                self._active.append(name)
+        self._record(family.start_f, lambda: self.faults[name].start(self.rng))
 
     def _stop_fault(self, name: str) -> None:
         stop_f = self.families[name].stop_f
