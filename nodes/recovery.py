@@ -195,10 +195,13 @@ def _walk_start(data: SegmentList, index: SegmentList, lost: int | None) -> int:
 
 def _predecessor(data: SegmentList, index: SegmentList, start: int) -> tuple[int | None, int | None, int]:
     """(prev_chain, prev_index, prev_term) for the entry at `start`, found through the index;
-    the very first position of a store has chain seed 0; unknown otherwise."""
+    the very first position of a store has chain seed 0 whatever its header says (a damaged
+    index field must not turn the chain check off); unknown otherwise."""
+    if start == 0:
+        return 0, None, -1
     head = _header_slot(data, start)
     if head is None or head[3] <= 0:
-        return (0, None, -1) if start == 0 else (None, None, -1)
+        return None, None, -1
     slot = _slot(index, head[3] - 1)
     if slot is None or slot[1] >= start:
         return None, None, -1

@@ -107,6 +107,25 @@ def test_bit_flip_anywhere_in_a_tail_entry_cuts_exactly_there(open_store, store_
         assert store.recovery.cut_pos == target.pos, offset
 
 
+def test_bit_flip_anywhere_in_the_first_entry_of_the_store_cuts_it(open_store, store_dir: Path) -> None:
+    # A flipped index field sent the chain check to a slot that does not match, which
+    # turned it off: recovery kept the damaged entry and cut its sound successors instead.
+    directory = store_dir
+    _, written = build(open_store, 5)
+    pristine = snapshot(directory)
+    target = next(read_entries(directory))
+    name = data_file(target.pos)
+    for offset in range(target.size):
+        for bit in range(8):
+            files = dict(pristine)
+            content = bytearray(files[name])
+            content[offset] ^= 1 << bit
+            files[name] = bytes(content)
+            restore(directory, files)
+            store = reopen_and_check(open_store, directory, written, 0)
+            assert store.recovery.cut_pos == 0, (offset, bit)
+
+
 def _patch_header(directory: Path, entry, **fields: int) -> None:
     path = directory / data_file(entry.pos)
     content = bytearray(path.read_bytes())
