@@ -100,6 +100,14 @@ class Fault(Protocol):
         ...
 
 
+def positive(text: str) -> float:
+    """A positive number, for numeric options."""
+    value = float(text)
+    if value <= 0:
+        raise ValueError("give a positive number")
+    return value
+
+
 def comma_list(text: str) -> tuple[str, ...]:
     """`a, b,c` -> ("a", "b", "c")."""
     return tuple(part.strip() for part in text.split(",") if part.strip())

@@ -13,19 +13,13 @@ import random
 import shlex
 from typing import Any
 
-from nemesis.base import Family, Nodes, Option, comma_list
+from nemesis.base import Family, Nodes, Option, comma_list, positive
 from nodes.client import Client, ClientError
 
 PREFERRED_FILE = "preferred-leader"  # nodes.server.PREFERRED_FILE
 MODES = ("transfer", "prefer")
 TRANSFER_TIMEOUT_S = 3.0
 
-
-def positive(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise ValueError("give a positive number of seconds")
-    return value
 
 
 class ChurnFault:

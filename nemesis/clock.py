@@ -18,19 +18,13 @@ import random
 import shlex
 from typing import Any
 
-from nemesis.base import Family, Nodes, Option, comma_list
+from nemesis.base import Family, Nodes, Option, comma_list, positive
 from nemesis.targets import pick, targets_option
 
 OFFSET_FILE = "clock-offset-ms"  # nodes.clock.OFFSET_FILE; the nemesis does not import the node
 STROBE_PID = "/run/dledger-clock-strobe.pid"
 MODES = ("bump", "strobe")
 
-
-def positive(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise ValueError("give a positive number")
-    return value
 
 
 class ClockFault:

@@ -7,37 +7,15 @@ containers in tests/docker and in the chaos tests.
 import random
 
 import pytest
+from recording import RecordingNodes
 
 from nemesis import grudge
-from nemesis.catalogue import build, parse_nemesis
-from nemesis.kill import KillNemesis
-from nemesis.partition import PartitionNemesis
+from nemesis.catalogue import build, resolve
+from nemesis.kill import KILL
+from nemesis.partition import PARTITION, PartitionFault
+from nemesis.process import ProcessFault
 
 NAMES = ["n1", "n2", "n3", "n4", "n5"]
-
-
-class RecordingNodes:
-    def __init__(self, leader="n3"):
-        self.names = list(NAMES)
-        self.commands: list[tuple[str, str]] = []
-        self.events: list[tuple[str, str]] = []
-        self._leader = leader
-
-    def address(self, node):
-        return f"10.9.0.{node[1:]}"
-
-    def exec(self, node, command, timeout=10.0):
-        self.commands.append((node, command))
-        return ""
-
-    def kill(self, node):
-        self.events.append(("kill", node))
-
-    def start(self, node):
-        self.events.append(("start", node))
-
-    def leader(self):
-        return self._leader
 
 
 def cut_pairs(g):
@@ -45,14 +23,14 @@ def cut_pairs(g):
 
 
 def test_isolate_cuts_victim_both_ways():
-    g = grudge.isolate(NAMES, "n2")
+    g = grudge.grudge(grudge.isolate_leader(NAMES, random.Random(0), "n2"))
     assert g["n2"] == ["n1", "n3", "n4", "n5"]
     assert all(g[n] == ["n2"] for n in NAMES if n != "n2")
 
 
 @pytest.mark.parametrize("seed", range(20))
 def test_halves_is_a_minority_and_a_majority(seed):
-    g = grudge.halves(NAMES, random.Random(seed))
+    g = grudge.grudge(grudge.random_halves(NAMES, random.Random(seed), None))
     sizes = sorted({len(enemies) for enemies in g.values()})
     assert sizes == [2, 3], "majority nodes drop the 2 minority nodes, minority drop the 3"
     assert cut_pairs(g) == {(b, a) for a, b in cut_pairs(g)}, "cuts are symmetric"
@@ -60,7 +38,7 @@ def test_halves_is_a_minority_and_a_majority(seed):
 
 @pytest.mark.parametrize("seed", range(20))
 def test_bridge_keeps_one_node_connected_to_both_sides(seed):
-    g = grudge.without_self_loops(grudge.bridge(NAMES, random.Random(seed)))
+    g = grudge.grudge(grudge.bridge(NAMES, random.Random(seed), None))
     hubs = [n for n in NAMES if n not in g]
     assert len(hubs) == 1
     assert all(hubs[0] not in enemies for enemies in g.values())
@@ -69,39 +47,55 @@ def test_bridge_keeps_one_node_connected_to_both_sides(seed):
 
 def test_partition_isolates_the_current_leader_and_heals_by_flushing_its_chain():
     nodes = RecordingNodes(leader="n4")
-    nemesis = PartitionNemesis(nodes, modes=("isolate-leader",))
+    nemesis = PartitionFault(nodes, ("isolate-leader",))
     value = nemesis.start(random.Random(1))
     assert value["shape"] == "isolate-leader" and value["grudge"]["n4"] == ["n1", "n2", "n3", "n5"]
+    assert value["targets"] == ["n4"] and value["leader"] == "n4"
     rules = [c for n, c in nodes.commands if n == "n4" and "-j DROP" in c]
     assert len(rules) == 1 and all(f"-s 10.9.0.{i} -j DROP" in rules[0] for i in (1, 2, 3, 5))
     assert any("iptables -I INPUT -j CHAOS" in c for n, c in nodes.commands if n == "n4")
+    assert nemesis.stop() == {"targets": ["n4"]}
+    assert nodes.chains == {n: [] for n in NAMES}, "stop removes the rules it added"
     nodes.commands.clear()
-    nemesis.stop()
+    nemesis.heal()
     assert sorted(n for n, c in nodes.commands if "iptables -F CHAOS" in c) == NAMES
+
+
+def test_partition_stop_leaves_the_rules_of_other_faults_in_the_chain():
+    nodes = RecordingNodes()
+    other = PartitionFault(nodes, ("isolate-one",))
+    other.start(random.Random(2))
+    kept = {n: sorted(rules) for n, rules in nodes.chains.items()}
+    nemesis = PartitionFault(nodes, ("majorities-ring",))
+    nemesis.start(random.Random(3))
+    nemesis.stop()
+    assert {n: sorted(rules) for n, rules in nodes.chains.items()} == kept, "a rule both added stays once"
 
 
 def test_kill_restarts_exactly_what_it_killed():
     nodes = RecordingNodes(leader="n1")
-    nemesis = KillNemesis(nodes, targets=("leader",))
-    assert nemesis.start(random.Random(0)) == ["n1"]
-    assert nemesis.stop() == ["n1"]
+    nemesis = KILL.make(nodes, {"kill_targets": ("leader",)})
+    assert isinstance(nemesis, ProcessFault)
+    assert nemesis.start(random.Random(0))["targets"] == ["n1"]
+    assert nemesis.stop()["targets"] == ["n1"]
     assert nodes.events == [("kill", "n1"), ("start", "n1")]
-    assert nemesis.stop() == [], "a second stop has nothing to restart"
+    assert nemesis.stop()["targets"] == [], "a second stop has nothing to restart"
 
 
 def test_kill_minority_never_takes_a_majority():
     nodes = RecordingNodes()
-    nemesis = KillNemesis(nodes, targets=("minority",))
+    nemesis = KILL.make(nodes, {"kill_targets": ("minority",)})
     for seed in range(30):
-        victims = nemesis.start(random.Random(seed))
+        victims = nemesis.start(random.Random(seed))["targets"]
         assert 1 <= len(victims) <= 2
         nemesis.stop()
 
 
 def test_unknown_names_are_refused_clearly():
-    with pytest.raises(ValueError, match="unknown nemesis bogus; choose from kill, partition"):
-        parse_nemesis("kill,bogus")
-    with pytest.raises(ValueError, match="unknown partition shape"):
-        PartitionNemesis(RecordingNodes(), modes=("moon",))
-    assert parse_nemesis("none") == [] and parse_nemesis("kill, partition,kill") == ["kill", "partition"]
+    with pytest.raises(ValueError, match="unknown fault 'bogus'"):
+        resolve("kill,bogus")
+    (shapes,) = PARTITION.options
+    with pytest.raises(ValueError, match="--partition-shapes: unknown moon; choose from isolate-one"):
+        shapes.value("halves,moon")
+    assert resolve("none") == [] and resolve("kill, partition,kill") == ["kill", "partition"]
     assert set(build(["kill", "partition"], RecordingNodes())) == {"kill", "partition"}
