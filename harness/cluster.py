@@ -5,7 +5,10 @@ Every resource carries the label `dledger-chaos.run=<run id>` and a name startin
 crashed run left. Containers get `NET_ADMIN` (iptables, tc) and no `--privileged`, run
 docker's init as PID 1 (it reaps the node after a kill), sshd as the main process, and
 publish SSH (22) and the node's client port (20911) on 127.0.0.1 at random host ports.
-Node-to-node traffic stays on the run's own network.
+Node-to-node traffic stays on the run's own network. With `fuse` (the power-loss fault) a
+container also gets `/dev/fuse` and `SYS_ADMIN` (to mount; still no `--privileged`), and its
+volume moves to `DISK_DIR`: the node's data dir is then the power-loss file system mounted
+over a folder of it.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ LABEL_NODE = "dledger-chaos.node"
 NODE_PORT = 20911
 SSH_PORT = 22
 DATA_DIR = "/var/lib/dledger"
+DISK_DIR = "/var/lib/dledger-disk"  # the volume, with `fuse`
 
 
 def connect() -> docker.DockerClient:
@@ -69,13 +73,15 @@ class Removed:
 class Cluster:
     """The network, volumes and containers of one run."""
 
-    def __init__(self, client: docker.DockerClient, run_id: str, size: int, image: str, public_key: str):
+    def __init__(self, client: docker.DockerClient, run_id: str, size: int, image: str, public_key: str,
+                 fuse: bool = False):
         if size < 1:
             raise HarnessError(f"a cluster needs at least 1 node, not {size}")
         self.client = client
         self.run_id = run_id
         self.image = image
         self.public_key = public_key
+        self.fuse = fuse
         self.names = [f"n{i}" for i in range(1, size + 1)]
         self.network_name = f"dlc-{run_id}"
 
@@ -100,13 +106,15 @@ class Cluster:
     def _start_container(self, name: str) -> Node:
         volume = self.client.volumes.create(f"{self.container_name(name)}-data",
                                             labels={**self.labels, LABEL_NODE: name})
+        fuse = {"devices": ["/dev/fuse:/dev/fuse:rwm"]} if self.fuse else {}
         container = self.client.containers.create(  # create, unlike run, never pulls
             self.image, detach=True, name=self.container_name(name), hostname=name, init=True,
-            cap_add=["NET_ADMIN"], network=self.network_name,
+            cap_add=["NET_ADMIN", "SYS_ADMIN"] if self.fuse else ["NET_ADMIN"], **fuse,
+            network=self.network_name,
             ports={f"{SSH_PORT}/tcp": ("127.0.0.1", None), f"{NODE_PORT}/tcp": ("127.0.0.1", None)},
             environment={"SSH_AUTHORIZED_KEY": self.public_key},
             labels={**self.labels, LABEL_NODE: name},
-            volumes={volume.name: {"bind": DATA_DIR, "mode": "rw"}})
+            volumes={volume.name: {"bind": DISK_DIR if self.fuse else DATA_DIR, "mode": "rw"}})
         container.start()
         container.reload()
         settings = container.attrs["NetworkSettings"]

@@ -9,6 +9,11 @@
         db.collect(results)                             # results/nodes/<node>/{node.log, data/, ...}
     # teardown() has run: no container, network or volume of the run is left
 
+`Db(..., fuse=True)` (what the power-loss fault needs) puts each node's data dir on the
+power-loss file system (`nemesis/agents/lazyfs.py`), mounted by `start` before the node
+runs, over a folder of the node's volume; `node.log`, `events.jsonl` and `stdout.log` then
+go to `log_dir`, another folder of the volume, so a power loss never eats the evidence.
+
 The interface others use:
 * `names` (n1..nN), `node(name)` -> `Node` (`address` inside the run network,
   `client_port` and `ssh_port` published on 127.0.0.1), `address(name)`,
@@ -21,6 +26,8 @@ The interface others use:
 * `start(name=None)` (all nodes when None; a running node is left alone), `kill`, `stop`
   (SIGTERM, waits for the exit), `pause`, `resume`, `running(name)`, `leader()`,
   `wait_for_leader(timeout)`, `collect(results_dir)`, `teardown()`.
+* `data_dir` (the node's `--data-dir`), `log_dir` (its `--log-dir`), `mount(name)` (with
+  `fuse`: the power-loss file system at the data dir, unless it is mounted).
 
 Teardown always runs: on leaving the `with` block normally, on an exception, on Ctrl-C
 (SIGINT) and on SIGTERM (turned into KeyboardInterrupt while the Db is entered from the
@@ -42,25 +49,29 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from harness.cluster import DATA_DIR, NODE_PORT, Cluster, Node, connect, new_run_id
+from harness.cluster import DATA_DIR, DISK_DIR, NODE_PORT, Cluster, Node, connect, new_run_id
 from harness.control import RemoteProcess, Ssh
 from harness.errors import HarnessError
 from harness.image import ensure_images
 from harness.keys import create_key_pair
 from harness.wait import wait_for
+from nemesis.power import mount_command
 from nodes.client import Client, ClientError
 from nodes.peers import Address
 
 PIDFILE = "/run/dledger-node.pid"
-STDOUT_LOG = f"{DATA_DIR}/stdout.log"
+STDOUT_LOG = "stdout.log"  # in the log dir
+STORE_DIR = f"{DISK_DIR}/store"  # with `fuse`: what the power-loss file system keeps on the volume
+FUSE_LOG_DIR = f"{DISK_DIR}/log"
 
 
 class Db:
     """A cluster of N DLedger nodes in containers of one run; see the module doc."""
 
     def __init__(self, nodes: int = 3, *, serve_args: Sequence[str] = (), run_id: str | None = None,
-                 key_dir: Path | None = None, image: str | None = None):
+                 key_dir: Path | None = None, image: str | None = None, fuse: bool = False):
         self.run_id = run_id or new_run_id()
+        self.fuse = fuse
         self.serve_args = list(serve_args)
         self.size = nodes
         self._image = image
@@ -82,7 +93,7 @@ class Db:
                 self._own_key_dir = tempfile.TemporaryDirectory(prefix=f"dlc-{self.run_id}-ssh-")
             key_dir = self._key_dir or Path(self._own_key_dir.name)
             keys = create_key_pair(key_dir, f"dledger-chaos-{self.run_id}")
-            self._cluster = Cluster(client, self.run_id, self.size, image, keys.public_line)
+            self._cluster = Cluster(client, self.run_id, self.size, image, keys.public_line, fuse=self.fuse)
             self._nodes = self._cluster.create()
             pkey = keys.pkey()
             for name, node in self._nodes.items():
@@ -163,11 +174,11 @@ class Db:
 
     def process(self, name: str) -> RemoteProcess:
         """The node's DLedger process."""
-        return RemoteProcess(self.ssh(name), PIDFILE, STDOUT_LOG)
+        return RemoteProcess(self.ssh(name), PIDFILE, f"{self.log_dir}/{STDOUT_LOG}")
 
     def serve_command(self, name: str) -> str:
         args = ["python3", "-m", "nodes", "serve", "--id", name, "--peers", self.peers_arg(),
-                "--data-dir", DATA_DIR, *self.serve_args]
+                "--data-dir", DATA_DIR, *(["--log-dir", self.log_dir] if self.fuse else []), *self.serve_args]
         return shlex.join(args)
 
     def start(self, name: str | None = None, wait: float = 20.0) -> None:
@@ -175,19 +186,23 @@ class Db:
         targets = [name] if name else self.names
         for target in targets:
             if not self.process(target).running():
+                if self.fuse:
+                    self.mount(target)
                 self.process(target).start(self.serve_command(target))
         for target in targets:
             self._wait_listening(target, wait)
 
     def _wait_listening(self, name: str, wait: float) -> None:
+        stdout_log = self.process(name).logfile
+
         def listening() -> bool:
             if not self.process(name).running():
-                log = self.ssh(name).exec(f"tail -n 20 {STDOUT_LOG}").stdout
-                raise HarnessError(f"{name}: the node exited at start; the end of {STDOUT_LOG}:\n{log}")
+                log = self.ssh(name).exec(f"tail -n 20 {stdout_log}").stdout
+                raise HarnessError(f"{name}: the node exited at start; the end of {stdout_log}:\n{log}")
             return bool(self.ssh(name).exec(f"ss -Hltn 'sport = :{NODE_PORT}'").stdout.strip())
 
         wait_for(listening, wait, f"{name}: the node does not listen on port {NODE_PORT} after {wait} s; "
-                                  f"see {STDOUT_LOG} in its container")
+                                  f"see {stdout_log} in its container")
 
     def kill(self, name: str) -> None:
         """SIGKILL the node process and wait until it is gone."""
@@ -220,6 +235,16 @@ class Db:
         """The node's data directory on every node (store, currterm, control files)."""
         return DATA_DIR
 
+    @property
+    def log_dir(self) -> str:
+        """Where the node writes node.log, events.jsonl and stdout.log: its data dir, or with `fuse`
+        a folder of its volume beside the file system's store."""
+        return FUSE_LOG_DIR if self.fuse else DATA_DIR
+
+    def mount(self, name: str) -> None:
+        """With `fuse`: mount the power-loss file system at the data dir, unless it serves there."""
+        self.exec(name, f"mkdir -p {FUSE_LOG_DIR} && {mount_command(STORE_DIR, DATA_DIR)}", timeout=60)
+
     # -- the group -------------------------------------------------------------------
 
     def leader(self, timeout: float = 1.0) -> str | None:
@@ -239,12 +264,15 @@ class Db:
         return wait_for(self.leader, timeout, failure) or ""
 
     def collect(self, results_dir: Path) -> dict[str, list[Path]]:
-        """Copy each node's data dir (node.log, events.jsonl, store files) to results_dir/nodes/<node>/."""
+        """Copy each node's data dir and log dir (node.log, events.jsonl, store files) to
+        results_dir/nodes/<node>/."""
         copied: dict[str, list[Path]] = {}
         failures: list[str] = []
         for name in self.names:
             try:
-                copied[name] = self.ssh(name).download_tree(DATA_DIR, results_dir / "nodes" / name)
+                local = results_dir / "nodes" / name
+                copied[name] = [path for folder in dict.fromkeys((self.log_dir, DATA_DIR))
+                                for path in self.ssh(name).download_tree(folder, local)]
             except (OSError, HarnessError) as e:
                 failures.append(f"{name}: {e}")
         if failures:

@@ -192,7 +192,8 @@ class TestRun:
             "64",
         ]
         t = time.monotonic()
-        db = Db(args.nodes, serve_args=serve_args, key_dir=self.run_dir / "ssh")
+        db = Db(args.nodes, serve_args=serve_args, key_dir=self.run_dir / "ssh",
+                fuse="fuse" in catalogue.needs(self.faults))
         self.test["run_id"] = db.run_id
         write_json(self.run_dir / "test.json", self.test)
         db.setup()

@@ -12,11 +12,17 @@ from typing import Any
 from nemesis.base import Family, Fault, Nodes, Option
 from nemesis.churn import CHURN
 from nemesis.clock import CLOCK
+from nemesis.disk import DISK
 from nemesis.kill import KILL, STOP
+from nemesis.packet import PACKET
 from nemesis.partition import PARTITION
 from nemesis.pause import PAUSE
+from nemesis.power import POWER_LOSS
+from nemesis.recipes import PART_KILL, PAUSE_KILL, SWIZZLE_CLOG
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (KILL, STOP, PAUSE, PARTITION, CLOCK, CHURN)}
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    KILL, STOP, PAUSE, PARTITION, CLOCK, CHURN, PACKET, DISK, PAUSE_KILL, PART_KILL, SWIZZLE_CLOG,
+    POWER_LOSS)}
 
 # Named mixes. `default` is what `make chaos` runs: leader-aware kills, pauses, partitions
 # and clock skew, drawn so that every run changes the leader.

@@ -1,5 +1,7 @@
 """What a node tells the outside: `events.jsonl` for machines and `node.log` for people.
 
+Both go to the node's log dir (`serve --log-dir`, by default its data dir).
+
 `events.jsonl`, one JSON object per line, written through at once (a kill -9 loses none):
 
 * role change: `{"event": "role", "time_ns", "node", "term", "role", "leader"}` with role
@@ -28,12 +30,12 @@ NODE_LOG = "node.log"
 
 
 class EventLog:
-    """Appends role-change and commit-advance lines to `<data-dir>/events.jsonl`."""
+    """Appends role-change and commit-advance lines to `<log-dir>/events.jsonl`."""
 
-    def __init__(self, data_dir: Path, node: str, clock: NodeClock) -> None:
+    def __init__(self, log_dir: Path, node: str, clock: NodeClock) -> None:
         self._node = node
         self._clock = clock
-        self._file: TextIO = open(data_dir / EVENTS_FILE, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+        self._file: TextIO = open(log_dir / EVENTS_FILE, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
         self._role: tuple[int, str, str | None] | None = None
         self._commit = -1
 
@@ -64,10 +66,10 @@ class EventLog:
         self._file.close()
 
 
-def setup_node_log(data_dir: Path, node: str, level: int = logging.INFO) -> None:
-    """Send the node's logging to `<data-dir>/node.log`, and warnings also to stderr."""
+def setup_node_log(log_dir: Path, node: str, level: int = logging.INFO) -> None:
+    """Send the node's logging to `<log-dir>/node.log`, and warnings also to stderr."""
     fmt = logging.Formatter(f"%(asctime)s {node} %(levelname)s %(name)s: %(message)s")
-    file_handler = logging.FileHandler(data_dir / NODE_LOG, encoding="utf-8")
+    file_handler = logging.FileHandler(log_dir / NODE_LOG, encoding="utf-8")
     file_handler.setFormatter(fmt)
     stderr_handler = logging.StreamHandler(sys.stderr)
     stderr_handler.setFormatter(fmt)

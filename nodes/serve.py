@@ -31,7 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--id", required=True, help="this node's id, one of --peers")
     parser.add_argument("--peers", required=True, help="the group: n1=HOST:PORT,n2=HOST:PORT,...")
     parser.add_argument("--data-dir", required=True, type=Path,
-                        help="store, currterm, events.jsonl, node.log")
+                        help="store, currterm, control files (and the logs unless --log-dir)")
+    parser.add_argument("--log-dir", type=Path,
+                        help="where node.log and events.jsonl go (default: the data dir)")
     parser.add_argument("--group", default="", help="DLedger group name (default: none)")
     parser.add_argument("--flush", choices=("async", "sync"), default="async",
                         help="async: DLedger's background flush; sync: fsync before ack (group commit)")
@@ -73,7 +75,8 @@ def _config(args: argparse.Namespace) -> ServerConfig:
                         timing=timing_profile(TIMING_NAMES[args.timing], **parse_overrides(args.timing_set)),
                         read_mode=ReadMode.parse(args.read_mode),
                         preferred_leader=args.preferred_leader, listen_host=listen,
-                        data_segment_size=segment, index_segment_size=min(segment, 160 << 20) // 32 * 32)
+                        data_segment_size=segment, index_segment_size=min(segment, 160 << 20) // 32 * 32,
+                        log_dir=args.log_dir)
 
 
 async def _serve(config: ServerConfig) -> None:
@@ -91,8 +94,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"serve: {exc}", file=sys.stderr)
         return EXIT_BAD_ARGS
     try:
-        config.data_dir.mkdir(parents=True, exist_ok=True)
-        setup_node_log(config.data_dir, config.node, logging.DEBUG if args.debug else logging.INFO)
+        config.logs.mkdir(parents=True, exist_ok=True)
+        setup_node_log(config.logs, config.node, logging.DEBUG if args.debug else logging.INFO)
         gc.freeze()  # what is loaded by now lives as long as the process: never scan it again
         gc.set_threshold(*GC_THRESHOLDS)
         asyncio.run(_serve(config))

@@ -65,6 +65,11 @@ class ServerConfig:
     listen_host: str = "0.0.0.0"
     data_segment_size: int = DEFAULT_DATA_SEGMENT
     index_segment_size: int = DEFAULT_INDEX_SEGMENT
+    log_dir: Path | None = None  # events.jsonl (and node.log, set up by serve); None: data_dir
+
+    @property
+    def logs(self) -> Path:
+        return self.log_dir or self.data_dir
 
 
 class _Waiter(NamedTuple):
@@ -163,8 +168,9 @@ class NodeServer:
         self.codec = wire_codec()
         data_dir = config.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
+        config.logs.mkdir(parents=True, exist_ok=True)
         self.clock = NodeClock(data_dir)
-        self.events = EventLog(data_dir, config.node, self.clock)
+        self.events = EventLog(config.logs, config.node, self.clock)
         self.clock.on_change = self.events.clock
         self._preferred = ControlFile(data_dir / PREFERRED_FILE)
         if self.clock.offset_ms:
