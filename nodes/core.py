@@ -632,10 +632,12 @@ class Core:
         self._last_leader_contact = self._now
         if req.type is PushType.COMMIT:
             self._follower_commit(req.commit_index)
+            # the match it knows of: a restarted follower reports -1, and the leader compares again
             self._send(
                 sender,
                 PushResponse(
-                    self.term, ResponseCode.SUCCESS, req.seq, req.type, -1, self.store.end_index, -1
+                    self.term, ResponseCode.SUCCESS, req.seq, req.type, self._leader_match,
+                    self.store.end_index, -1,
                 ),
             )
             return

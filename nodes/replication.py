@@ -151,6 +151,11 @@ class Dispatcher:
             self._reset(now, min(resp.end_index, store.end_index), 0.0)
             return False
         if resp.type is PushType.COMMIT:
+            if (resp.code is ResponseCode.SUCCESS and resp.match_index < self.match_index
+                    and resp.seq > self._match_seq and not self._inflight):
+                # The follower restarted and no longer knows that its log matches ours, so it
+                # cannot learn the commit index: compare again (nothing else would, when idle).
+                self._reset(now, store.end_index, 0.0)
             return advanced
         if self.state is not PushType.APPEND:
             if resp.seq != self._wait_seq or resp.type is not self.state:

@@ -159,3 +159,20 @@ def test_follower_refuses_to_drop_a_committed_entry() -> None:
     store = store_with(1, 1, 1)
     with pytest.raises(SafetyError):
         handle_push(store, push(PushType.APPEND, 0, 1, Entry(1, 2, b"other")), commit=2, verified=-1)
+
+
+def test_a_follower_that_forgot_its_match_is_compared_again_when_idle() -> None:
+    """A follower restarted with a log that already matches ours learns no commit index until
+    it knows it matches: its COMMIT answer says so (match -1) and the leader compares again."""
+    leader = Leader(store_with(1, 1, 2))
+    (compare,) = leader.pump()
+    leader.answer(compare, OK, match=2, end=2)
+    assert leader.pump() == [] and leader.disp.match_index == 2
+    (commit,) = leader.pump(now=TIMING.heartbeat_ms + 1, commit=2)
+    assert commit.type is PushType.COMMIT
+    leader.answer(commit, OK, match=2, end=2)  # a follower that knows: nothing to do
+    assert leader.pump(now=TIMING.heartbeat_ms + 2, commit=2) == []
+    (commit,) = leader.pump(now=2 * TIMING.heartbeat_ms + 3, commit=2)
+    leader.answer(commit, OK, match=-1, end=2)  # restarted: it forgot
+    (again,) = leader.pump(now=2 * TIMING.heartbeat_ms + 4, commit=2)
+    assert (again.type, again.index) == (PushType.COMPARE, 2)
