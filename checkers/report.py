@@ -97,6 +97,7 @@ def write_report(run_dir: Path) -> Path:
         checks=_check_rows(results.get("checks", {})),
         plots=plots,
         nemesis_ops=timeline.nemesis_ops if timeline else [],
+        fault_log=test.get("fault_log"),
         stats=json.dumps(results.get("stats", {}), indent=2, sort_keys=True),
     )
     out = run_dir / "report.html"

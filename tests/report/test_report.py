@@ -90,3 +90,18 @@ def test_report_of_an_unchecked_run_says_so(tmp_path):
     make_run(tmp_path)
     html = write_report(tmp_path).read_text()
     assert "not checked" in html
+
+
+def test_the_report_has_a_row_per_fault_with_its_effects(tmp_path):
+    from checkers.report import write_report
+
+    make_run(tmp_path)
+    test = json.loads((tmp_path / "test.json").read_text())
+    test["fault_log"] = {"leader_changes": 1, "elections": 2, "faults": [
+        {"family": "kill", "label": "kill", "start_s": 7.0, "end_s": 9.0, "targets": ["n2"],
+         "leader_before": "n2", "leader_hit": True, "leader_changes": 1, "elections": 2,
+         "ops": {"ok": 5, "fail": 1, "info": 3}, "longest_no_append_s": 1.25, "recovery_s": 0.5}]}
+    (tmp_path / "test.json").write_text(json.dumps(test))
+    html = write_report(tmp_path).read_text()
+    assert "What the faults did" in html and "yes (n2)" in html
+    assert "5 / 1 / 3" in html and "1.25" in html and "1 leader change and" in html
