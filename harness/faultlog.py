@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,19 +173,12 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """A JSON-lines file's objects; a torn last line (a node killed mid-write) is skipped."""
-    found = []
-    if path.exists():
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                found.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return found
-
-
 def run_fault_log(run_dir: Path, vocabulary: dict[str, dict[str, Any]], wall_start_ns: int) -> dict[str, Any]:
-    """The fault log of a results folder (history.jsonl and nodes/*/events.jsonl)."""
-    events = [e for path in sorted(run_dir.glob("nodes/*/events.jsonl")) for e in read_jsonl(path)]
-    return fault_log(read_jsonl(run_dir / "history.jsonl"), vocabulary, events, wall_start_ns)
+    """The fault log of a results folder: history.jsonl streamed, nodes/*/events.jsonl read.
+
+    ValueError names a line that is not JSON (a torn last line is skipped).
+    """
+    from checkers.timeline import read_ops
+
+    events = [e for path in sorted(run_dir.glob("nodes/*/events.jsonl")) for e in read_ops(path)]
+    return fault_log(read_ops(run_dir / "history.jsonl"), vocabulary, events, wall_start_ns)

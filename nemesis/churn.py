@@ -15,8 +15,8 @@ from typing import Any
 
 from nemesis.base import Family, Nodes, Option, comma_list, positive
 from nodes.client import Client, ClientError
+from nodes.controlfile import PREFERRED_FILE
 
-PREFERRED_FILE = "preferred-leader"  # nodes.server.PREFERRED_FILE
 MODES = ("transfer", "prefer")
 TRANSFER_TIMEOUT_S = 3.0
 

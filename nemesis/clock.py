@@ -20,8 +20,8 @@ from typing import Any
 
 from nemesis.base import Family, Nodes, Option, comma_list, positive
 from nemesis.targets import pick, targets_option
+from nodes.clock import OFFSET_FILE
 
-OFFSET_FILE = "clock-offset-ms"  # nodes.clock.OFFSET_FILE; the nemesis does not import the node
 STROBE_PID = "/run/dledger-clock-strobe.pid"
 MODES = ("bump", "strobe")
 

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 UNCHANGED = object()
+PREFERRED_FILE = "preferred-leader"  # the peer to hand leadership to, or empty for none
 
 
 class ControlFile:

@@ -34,7 +34,7 @@ from nodes.clientapi import (
 )
 from nodes.clock import NodeClock
 from nodes.codec import CodecError
-from nodes.controlfile import UNCHANGED, ControlFile
+from nodes.controlfile import PREFERRED_FILE, UNCHANGED, ControlFile
 from nodes.core import Core, CoreConfig, Ready
 from nodes.events import EventLog
 from nodes.mmapstore import DEFAULT_DATA_SEGMENT, DEFAULT_INDEX_SEGMENT, MmapStore
@@ -47,7 +47,6 @@ from nodes.wire import FrameError, FrameParser, frame_message
 log = logging.getLogger(__name__)
 
 TICK_S = 0.005
-PREFERRED_FILE = "preferred-leader"  # a control file: the peer to hand leadership to, or empty
 CHECKPOINT_EVERY_MS = 1000.0
 MAX_READ_ENTRIES = 10000
 
