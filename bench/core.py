@@ -1,6 +1,6 @@
 """The consensus core alone, without IO: how fast three in-process cores commit appends.
 
-Three cores on in-memory stores, messages delivered at once (`nodes.sim.scripted`). A
+Three cores on in-memory stores, messages delivered at once (`tests.support.scripted`). A
 client keeps handing the leader batches of 100-byte bodies (one `client_append` call per
 batch, as the server does with the appends of one event-loop turn) until `--total`
 entries are committed. This is the ceiling the core puts on the node's throughput.
@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from nodes.core import CoreConfig
 from nodes.messages import AppendResponse, ResponseCode
-from nodes.sim.scripted import ScriptedCluster
+from tests.support.scripted import ScriptedCluster
 
 RESULTS = Path(__file__).parent / "results" / "core.json"
 

@@ -25,8 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nodes.client import ClientError
-from nodes.localcluster import LocalCluster
 from nodes.payload import encode_payload
+from tests.support.localcluster import LocalCluster
 
 RESULTS = Path(__file__).resolve().parent / "results" / "failover.json"
 CLIENT_TIMEOUT_S = {"default": 0.5, "dledger": 3.0}

@@ -30,12 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pysyncobj_rate import max_sustained_rate
 
 from nodes.clientapi import AppendRequest
-from nodes.localcluster import LocalCluster, free_ports
 from nodes.messages import ResponseCode
 from nodes.payload import encode_payload
 from nodes.protocol import wire_codec
 from nodes.serve import GC_THRESHOLDS
 from nodes.wire import FrameParser, frame_message
+from tests.support.localcluster import LocalCluster, free_ports
 
 RESULTS = Path(__file__).resolve().parent / "results" / "node.json"
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nodes.mmapstore import MmapStore
+from nodes.store.mmapstore import MmapStore
 
 RESULTS = Path(__file__).resolve().parent / "results" / "store.json"
 THREADS = 64

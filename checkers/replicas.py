@@ -22,9 +22,9 @@ STORE_SCHEMA = "hid long, node string, log_index long, term long, magic int, id 
 
 def _store_rows(item: tuple[int, str, str]) -> Iterator[tuple[int, str, int, int, int, str | None, bool]]:
     """Every sound entry of one node's store copy (runs on a Spark worker)."""
-    from nodes.inspect import read_entries
-    from nodes.logstore import MAGIC_NOOP
     from nodes.payload import payload_id
+    from nodes.store.logstore import MAGIC_NOOP
+    from nodes.store.readfile import read_entries
 
     hid, node, path = item
     for e in read_entries(path):

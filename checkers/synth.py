@@ -76,9 +76,9 @@ class Sim:
 
 def write_store(directory: Path, entries: list[dict[str, Any]]) -> None:
     """A node's store files holding `entries`, written by the node's own MmapStore."""
-    from nodes.logstore import MAGIC_NOOP, MAGIC_NORMAL, Entry
-    from nodes.mmapstore import MmapStore
     from nodes.payload import encode_payload
+    from nodes.store.logstore import MAGIC_NOOP, MAGIC_NORMAL, Entry
+    from nodes.store.mmapstore import MmapStore
 
     store = MmapStore(directory, data_segment_size=1 << 16, index_segment_size=32 * 1024, flush="sync")
     try:

@@ -5,13 +5,13 @@ import sys
 from nodes.cliparse import run_subcommands
 
 COMMANDS = {
-    "read-file": "nodes.inspect",
+    "read-file": "nodes.store.readfile",
     "serve": "nodes.serve",
     "append": "nodes.tools",
     "get": "nodes.tools",
     "metadata": "nodes.tools",
     "transfer": "nodes.tools",
-    "simulate": "nodes.simulate",
+    "simulate": "nodes.sim.cli",
     "simulate-many": "nodes.sim.many",
 }
 

@@ -37,10 +37,10 @@ from nodes.clientapi import (
     MetadataRequest,
 )
 from nodes.codec import CodecError, MessageCodec
-from nodes.logstore import Entry
 from nodes.messages import AppendResponse, MetadataResponse, ReadResponse, TransferResponse
 from nodes.peers import Address
 from nodes.protocol import wire_codec
+from nodes.store.logstore import Entry
 from nodes.wire import FrameError, FrameParser, encode_frame
 
 RETRY_PAUSE_S = 0.05  # between rounds over the nodes while no leader is known

@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from nodes.election import ParseResult, Role, VoteRound, VoterView, judge_heartbeat, judge_vote
-from nodes.logstore import MAGIC_NOOP, DiskFullError, EntryTooLargeError, LogStore, StoreError
 from nodes.messages import (
     AppendResponse,
     ClientResponse,
@@ -60,6 +59,7 @@ from nodes.messages import (
 )
 from nodes.reads import Confirmations, PendingRead, read_range
 from nodes.replication import Dispatcher, handle_push, quorum_index
+from nodes.store.logstore import MAGIC_NOOP, DiskFullError, EntryTooLargeError, LogStore, StoreError
 from nodes.timing import Timing
 from nodes.transfer import LeaderTransfer, TakeLeadership, refusal
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from nodes.logstore import Entry
+from nodes.store.logstore import Entry
 
 
 class ResponseCode(IntEnum):

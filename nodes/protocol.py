@@ -19,7 +19,7 @@ from nodes.clientapi import (
     MetadataRequest,
 )
 from nodes.codec import MessageCodec
-from nodes.logstore import Entry
+from nodes.store.logstore import Entry
 from nodes.wire import frame_room
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nodes.logstore import Entry, LogStore
 from nodes.messages import ResponseCode
+from nodes.store.logstore import Entry, LogStore
 
 
 class Confirmations:

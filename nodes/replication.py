@@ -17,8 +17,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from nodes.logstore import Entry, LogStore
 from nodes.messages import PushRequest, PushResponse, PushType, ResponseCode
+from nodes.store.logstore import Entry, LogStore
 from nodes.timing import Timing
 
 

@@ -37,10 +37,10 @@ from nodes.codec import CodecError
 from nodes.controlfile import PREFERRED_FILE, UNCHANGED, ControlFile
 from nodes.core import Core, CoreConfig, Ready
 from nodes.events import EventLog
-from nodes.mmapstore import DEFAULT_DATA_SEGMENT, DEFAULT_INDEX_SEGMENT, MmapStore
 from nodes.peers import Address, PeerLink
 from nodes.protocol import FIRST_PEER_TYPE, PeerHello, wire_codec, wire_limits
-from nodes.termfile import TermState, load_checkpoint, load_term, save_checkpoint, save_term
+from nodes.store.mmapstore import DEFAULT_DATA_SEGMENT, DEFAULT_INDEX_SEGMENT, MmapStore
+from nodes.store.termfile import TermState, load_checkpoint, load_term, save_checkpoint, save_term
 from nodes.timing import Timing
 from nodes.wire import FrameError, FrameParser, frame_message
 

@@ -31,15 +31,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from nodes.entrycodec import INDEX_SIZE
-from nodes.entryscan import StoredEntry
-from nodes.inspect import scan_store
-from nodes.segments import is_segment_name
+from nodes.store.entrycodec import INDEX_SIZE
+from nodes.store.entryscan import StoredEntry
+from nodes.store.readfile import scan_store
+from nodes.store.segments import is_segment_name
 
 FILES = ("data", "index")
 MODES = ("bitflip", "truncate", "zero-tail")
 TAIL = 8
-# (first byte, name) of each field, in order, from nodes.entrycodec's HEADER and INDEX
+# (first byte, name) of each field, in order, from nodes.store.entrycodec's HEADER and INDEX
 HEADER_FIELDS = ((0, "magic"), (4, "size"), (8, "index"), (16, "term"), (24, "pos"), (32, "channel"),
                  (36, "chain_crc"), (40, "body_crc"), (44, "body_len"), (48, "body"))
 INDEX_FIELDS = ((0, "magic"), (4, "pos"), (12, "size"), (16, "index"), (24, "term"))

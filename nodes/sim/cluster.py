@@ -21,7 +21,6 @@ from typing import Any
 
 from nodes.core import Core, CoreConfig, Ready
 from nodes.election import Role
-from nodes.logstore import Entry, StoreError
 from nodes.messages import (
     AppendResponse,
     ClientResponse,
@@ -37,6 +36,7 @@ from nodes.sim.faults import FAULTS, Undo, start_fault
 from nodes.sim.invariants import Invariants, Violation, check_log_matching
 from nodes.sim.network import Network
 from nodes.sim.trace import Trace
+from nodes.store.logstore import Entry, StoreError
 from nodes.timing import timing_profile
 
 TICK, DELIVER, FLUSH, CLIENT, CLIENT_TIMEOUT, FAULT, FAULT_END, RESTART, PROBE = range(9)

@@ -15,8 +15,8 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from nodes.logstore import MAGIC_NORMAL, Entry
-from nodes.memstore import MemStore
+from nodes.store.logstore import MAGIC_NORMAL, Entry
+from nodes.store.memstore import MemStore
 
 UNCHANGED = sys.maxsize
 

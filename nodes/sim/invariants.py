@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from nodes.logstore import Entry
 from nodes.messages import ReadMode, ReadResponse
+from nodes.store.logstore import Entry
 
 
 class Violation(Exception):

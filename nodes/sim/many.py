@@ -14,9 +14,9 @@ from multiprocessing.pool import AsyncResult, Pool
 from pathlib import Path
 
 from nodes.cliparse import EXIT_INVALID, EXIT_VALID
+from nodes.sim.cli import add_common, cluster_size, positive
 from nodes.sim.cluster import SimConfig, run_seed
 from nodes.sim.faults import parse_faults
-from nodes.simulate import add_common, cluster_size, positive
 
 MIXES = ("all", "partition,crash,powerloss", "oneway,bridge,loss,dup,delay",
          "crash,powerloss,skew,transfer,partition")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from nodes.core import Core, CoreConfig
-from nodes.logstore import Entry, StoreError
-from nodes.memstore import MemStore
 from nodes.messages import ReadMode
-from nodes.sim.scripted import entries
+from nodes.store.logstore import Entry, StoreError
+from nodes.store.memstore import MemStore
 from nodes.timing import PROFILES, parse_overrides, timing_profile
+from tests.support.scripted import entries
 
 
 def test_power_loss_keeps_only_what_was_flushed() -> None:

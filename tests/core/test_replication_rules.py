@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from nodes.logstore import Entry
-from nodes.memstore import MemStore
 from nodes.messages import PushRequest, PushResponse, PushType, ResponseCode
 from nodes.replication import Dispatcher, SafetyError, handle_push, quorum_index
-from nodes.sim.scripted import entries
+from nodes.store.logstore import Entry
+from nodes.store.memstore import MemStore
 from nodes.timing import Timing
+from tests.support.scripted import entries
 
 TIMING = Timing(max_inflight_pushes=2, max_batch_entries=3, push_timeout_ms=100.0, push_retry_ms=10.0)
 OK, BAD = ResponseCode.SUCCESS, ResponseCode.INCONSISTENT_STATE

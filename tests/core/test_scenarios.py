@@ -15,7 +15,7 @@ from nodes.messages import (
     ResponseCode,
     TransferResponse,
 )
-from nodes.sim.scripted import ScriptedCluster, entries
+from tests.support.scripted import ScriptedCluster, entries
 
 
 def test_figure_8_an_earlier_term_entry_is_not_committed_by_counting() -> None:

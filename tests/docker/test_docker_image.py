@@ -55,10 +55,10 @@ def test_node_image_is_reused_until_the_sources_change(docker_client: docker.Doc
 @pytest.mark.docker
 def test_node_image_holds_the_checkouts_nodes_and_no_credentials(docker_client: docker.DockerClient,
                                                                    node_image: str) -> None:
-    script = ("cat /opt/dledger/nodes/logstore.py; ls /etc/ssh/ssh_host_* /root/.ssh/authorized_keys "
+    script = ("cat /opt/dledger/nodes/store/logstore.py; ls /etc/ssh/ssh_host_* /root/.ssh/authorized_keys "
               "2>/dev/null; python3 -c 'import sys; print(sys.version_info[:2] >= (3, 11))'")
     out = docker_client.containers.run(node_image, entrypoint=["sh", "-c", script], remove=True).decode()
-    assert out.startswith((REPO / "nodes" / "logstore.py").read_text())
+    assert out.startswith((REPO / "nodes" / "store" / "logstore.py").read_text())
     assert "ssh_host" not in out and "authorized_keys" not in out
     assert out.rstrip().endswith("True")
 

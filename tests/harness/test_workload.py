@@ -10,7 +10,7 @@ from harness.generator import Mix
 from harness.history import History
 from harness.workload import WorkloadState, start_workers
 from nodes.client import AppendAck, DefiniteFailure, IndeterminateFailure, ReadResult
-from nodes.logstore import Entry
+from nodes.store.logstore import Entry
 
 
 class ScriptedLog:

@@ -16,8 +16,8 @@ import pytest
 
 from nemesis.agents import corrupt
 from nemesis.disk import DiskFault
-from nodes.logstore import Entry
-from nodes.mmapstore import MmapStore
+from nodes.store.logstore import Entry
+from nodes.store.mmapstore import MmapStore
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = {"data_segment_size": 1024, "index_segment_size": 320}  # several files of each kind

@@ -1,7 +1,7 @@
 """A loopback local-cluster fixture: `local_cluster(size, *serve_args)` starts node processes.
 
 Every cluster the fixture made is killed at the end of the test (no process is left).
-Others may reuse it: `from nodes.localcluster import LocalCluster` is the same thing without
+Others may reuse it: `from tests.support.localcluster import LocalCluster` is the same thing without
 pytest.
 """
 
@@ -14,7 +14,7 @@ import pytest
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from nodes.client import ClientError
-from nodes.localcluster import LocalCluster
+from tests.support.localcluster import LocalCluster
 
 SMALL_SEGMENTS = ("--segment-mb", "4")
 

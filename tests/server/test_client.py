@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from nodes.client import Client, DefiniteFailure, IndeterminateFailure
-from nodes.logstore import Entry
 from nodes.messages import AppendResponse, MetadataResponse, ReadResponse, ResponseCode
 from nodes.peers import Address
 from nodes.protocol import wire_codec
+from nodes.store.logstore import Entry
 from nodes.wire import FrameParser, encode_frame
 
 CLOSE = object()  # the fake node drops the connection instead of answering

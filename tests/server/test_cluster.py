@@ -8,8 +8,8 @@ import pytest
 from conftest import wait_until
 
 from nodes.client import Client, ClientError, IndeterminateFailure
-from nodes.localcluster import LocalCluster
 from nodes.payload import encode_payload, payload_id
+from tests.support.localcluster import LocalCluster
 
 pytestmark = pytest.mark.cluster
 

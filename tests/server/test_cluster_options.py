@@ -8,8 +8,8 @@ import pytest
 from conftest import wait_until
 
 from nodes.client import Client, DefiniteFailure
-from nodes.localcluster import LocalCluster
 from nodes.messages import ResponseCode
+from tests.support.localcluster import LocalCluster
 
 pytestmark = pytest.mark.cluster
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodes.codec import CodecError, MessageCodec
-from nodes.logstore import Entry
+from nodes.store.logstore import Entry
 
 
 class Colour(enum.IntEnum):

@@ -18,17 +18,17 @@ from test_cluster import node_commit
 from nodes.client import Client, DefiniteFailure
 from nodes.clientapi import AppendRequest, ErrorResponse
 from nodes.core import Core, CoreConfig
-from nodes.entrycodec import HEADER_SIZE
-from nodes.localcluster import LocalCluster
-from nodes.logstore import Entry
-from nodes.memstore import MemStore
 from nodes.messages import AppendResponse, PushRequest, PushType, ReadResponse, ResponseCode
-from nodes.mmapstore import MmapStore
 from nodes.protocol import wire_codec, wire_limits
 from nodes.reads import read_range
 from nodes.server import MAX_READ_ENTRIES, _Connection
-from nodes.termfile import TermState, save_term
+from nodes.store.entrycodec import HEADER_SIZE
+from nodes.store.logstore import Entry
+from nodes.store.memstore import MemStore
+from nodes.store.mmapstore import MmapStore
+from nodes.store.termfile import TermState, save_term
 from nodes.wire import MAX_FRAME, FrameParser, encode_frame, frame_message, frame_room
+from tests.support.localcluster import LocalCluster
 
 # Segments larger than a frame (the wire limit binds), and DLedger's timing: on a busy machine,
 # 16 MiB entries can hold up a fast-profile leader past its 300 ms lease, so appends would

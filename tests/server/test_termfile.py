@@ -2,7 +2,7 @@
 
 import pytest
 
-from nodes.termfile import (
+from nodes.store.termfile import (
     PropertiesFileError,
     TermState,
     load_checkpoint,

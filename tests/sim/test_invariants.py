@@ -8,10 +8,10 @@ from functools import partial
 
 import pytest
 
-from nodes.logstore import Entry
 from nodes.sim.disk import UNCHANGED, TrackedStore
 from nodes.sim.invariants import Invariants, Violation, check_log_matching, check_new_entries
-from nodes.sim.scripted import entries
+from nodes.store.logstore import Entry
+from tests.support.scripted import entries
 
 
 def test_the_store_remembers_the_lowest_index_written_or_restored() -> None:

@@ -15,9 +15,9 @@ from nodes.core import Core
 from nodes.election import Role
 from nodes.messages import ReadMode
 from nodes.sim import many
+from nodes.sim.cli import run as simulate_run
 from nodes.sim.cluster import SimConfig, run_seed
 from nodes.sim.faults import parse_faults
-from nodes.simulate import run as simulate_run
 
 SIZES = (3, 5, 7)
 SEEDS_PER_CASE = 30  # 3 sizes x 4 mixes x 30 = 360 seeds

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from storefiles import DATA_SEGMENT, INDEX_SEGMENT, scratch_dir
 
-from nodes.mmapstore import MmapStore
+from nodes.store.mmapstore import MmapStore
 
 OpenStore = Callable[..., MmapStore]
 

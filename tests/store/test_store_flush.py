@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tenacity import retry, stop_after_delay, wait_fixed
 
-from nodes.mmapstore import MmapStore
+from nodes.store.mmapstore import MmapStore
 
 
 def test_async_flush_makes_appends_durable_in_the_background(tmp_path: Path) -> None:

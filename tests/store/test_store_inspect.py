@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from storefiles import DATA_SEGMENT, digest
 
-from nodes.inspect import read_entries, scan_store
-from nodes.logstore import MAGIC_NOOP
 from nodes.payload import encode_payload
+from nodes.store.logstore import MAGIC_NOOP
+from nodes.store.readfile import read_entries, scan_store
 
 
 @pytest.fixture

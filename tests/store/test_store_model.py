@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from storefiles import scratch_dir
 
-from nodes.inspect import read_entries
-from nodes.logstore import MAGIC_NOOP, MAGIC_NORMAL, Entry, StoreError
-from nodes.mmapstore import MmapStore
+from nodes.store.logstore import MAGIC_NOOP, MAGIC_NORMAL, Entry, StoreError
+from nodes.store.mmapstore import MmapStore
+from nodes.store.readfile import read_entries
 
 bodies = st.binary(max_size=120)
 SEGMENT = 512

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from storefiles import DATA_SEGMENT, INDEX_SEGMENT, body_for, digest, restore, snapshot
 
-from nodes.entrycodec import HEADER
-from nodes.inspect import read_entries
-from nodes.logstore import Entry
-from nodes.mmapstore import CorruptEntryError, MmapStore
-from nodes.recovery import CorruptStoreError
+from nodes.store.entrycodec import HEADER
+from nodes.store.logstore import Entry
+from nodes.store.mmapstore import CorruptEntryError, MmapStore
+from nodes.store.readfile import read_entries
+from nodes.store.recovery import CorruptStoreError
 
 
 def build(open_store, count: int) -> tuple[MmapStore, list[Entry]]:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from storefiles import body_for
 
-from nodes.inspect import read_entries
-from nodes.logstore import DiskFullError, StoreError
-from nodes.mmapstore import MmapStore
-from nodes.retention import RetentionPolicy
+from nodes.store.logstore import DiskFullError, StoreError
+from nodes.store.mmapstore import MmapStore
+from nodes.store.readfile import read_entries
+from nodes.store.retention import RetentionPolicy
 
 NOW = 1_000_000_000.0
 HOUR = 3600.0

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from storefiles import DATA_SEGMENT, body_for
 
-from nodes.logstore import MAGIC_NOOP, Entry, StoreError
-from nodes.mmapstore import MmapStore
+from nodes.store.logstore import MAGIC_NOOP, Entry, StoreError
+from nodes.store.mmapstore import MmapStore
 
 
 def fill(store: MmapStore, count: int, term: int = 1) -> list[Entry]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from storefiles import body_for
 
-from nodes import mmapstore
-from nodes.logstore import Entry
+from nodes.store import mmapstore
+from nodes.store.logstore import Entry
 
 
 @pytest.fixture

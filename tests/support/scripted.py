@@ -14,9 +14,9 @@ from dataclasses import replace
 
 from nodes.core import Core, CoreConfig
 from nodes.election import Role
-from nodes.logstore import Entry
-from nodes.memstore import MemStore
 from nodes.messages import ClientResponse, PeerMessage
+from nodes.store.logstore import Entry
+from nodes.store.memstore import MemStore
 
 Filter = Callable[[str, str, PeerMessage], bool]
 

@@ -13,8 +13,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from nodes.entrycodec import BLANK, BLANK_SIZE, HEADER, HEADER_SIZE, MAGIC_BLANK, chain_crc
-from nodes.logstore import MAGIC_NOOP, MAGIC_NORMAL
+from nodes.store.entrycodec import BLANK, BLANK_SIZE, HEADER, HEADER_SIZE, MAGIC_BLANK, chain_crc
+from nodes.store.logstore import MAGIC_NOOP, MAGIC_NORMAL
 
 ENTRY_MAGICS = (MAGIC_NORMAL, MAGIC_NOOP)
 BLANK_MAGIC = MAGIC_BLANK.to_bytes(4, "big", signed=True)

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from nodes.entrycodec import HEADER, INDEX, INDEX_SIZE
-from nodes.entryscan import ENTRY_MAGICS, Scan, SegmentView, StoredEntry
-from nodes.logstore import StoreError
-from nodes.segments import Segment, SegmentList, segment_name
+from nodes.store.entrycodec import HEADER, INDEX, INDEX_SIZE
+from nodes.store.entryscan import ENTRY_MAGICS, Scan, SegmentView, StoredEntry
+from nodes.store.logstore import StoreError
+from nodes.store.segments import Segment, SegmentList, segment_name
 
 WALK_FILES = 3  # DLedger starts recovery three files from the end
 ZERO_CHUNK = 1 << 20

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nodes.logstore import MAGIC_NORMAL, Entry, StoreError, within_bytes
+from nodes.store.logstore import MAGIC_NORMAL, Entry, StoreError, within_bytes
 
 
 class MemStore:

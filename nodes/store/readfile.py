@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_INVALID, EXIT_VALID
-from nodes.entryscan import Scan, SegmentView, StoredEntry
 from nodes.payload import payload_id
-from nodes.segments import is_segment_name
+from nodes.store.entryscan import Scan, SegmentView, StoredEntry
+from nodes.store.segments import is_segment_name
 
 __all__ = ["Scan", "StoredEntry", "read_entries", "scan_store"]
 

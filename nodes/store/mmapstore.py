@@ -1,7 +1,7 @@
 """`MmapStore`: DLedger's mmap commit log (data and index segment files) as a `LogStore`.
 
 Layout inside `directory`: `data/<20-digit offset>` data segments and `index/<20-digit
-offset>` index segments (record formats in `nodes.entrycodec`). Other names in `directory`
+offset>` index segments (record formats in `nodes.store.entrycodec`). Other names in `directory`
 (the server's `currterm`, `checkpoint`) are left alone.
 
 Threads: every method is safe to call from several threads. Which calls block:
@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
-from nodes.entrycodec import (
+from nodes.store.entrycodec import (
     BLANK,
     BLANK_SIZE,
     CHAIN,
@@ -44,12 +44,19 @@ from nodes.entrycodec import (
     MAGIC_BLANK,
     chain_crc,
 )
-from nodes.entryscan import ENTRY_MAGICS
-from nodes.flush import Flusher, Ticker
-from nodes.logstore import MAGIC_NORMAL, DiskFullError, Entry, EntryTooLargeError, StoreError, within_bytes
-from nodes.recovery import LogState, RecoveryReport, recover
-from nodes.retention import RetentionPolicy
-from nodes.segments import SegmentList
+from nodes.store.entryscan import ENTRY_MAGICS
+from nodes.store.flush import Flusher, Ticker
+from nodes.store.logstore import (
+    MAGIC_NORMAL,
+    DiskFullError,
+    Entry,
+    EntryTooLargeError,
+    StoreError,
+    within_bytes,
+)
+from nodes.store.recovery import LogState, RecoveryReport, recover
+from nodes.store.retention import RetentionPolicy
+from nodes.store.segments import SegmentList
 
 DEFAULT_DATA_SEGMENT = 1 << 30  # DLedger: 1 GiB
 DEFAULT_INDEX_SEGMENT = 160 << 20  # DLedger: 160 MiB

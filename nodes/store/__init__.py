@@ -1,0 +1,2 @@
+"""DLedger's commit log: the store interface, the mmap file store and its recovery,
+the in-memory store and the term file."""
