@@ -8,15 +8,20 @@ Inputs (each takes the driver's current time in ms, `now`, from one monotonic cl
 each peer message, `client_append / client_read / client_transfer` for clients, and
 `store_progress(now)` after the store flushed more of the log.
 
-The core reads and writes its `LogStore` itself (leader appends, follower appends and
-truncations, the commit index). It never flushes: flushing is the driver's job.
+The core never does IO: it reads its store through a read-only interface and returns
+every store write as an output (entries to append, truncate after index N, the commit
+index to record), in order, as etcd's raft does (`nodes.logview`). Flushing, and deciding
+what a full disk means, are the driver's job (`nodes.driver`).
 
 Outputs accumulate until the driver calls `ready()`, which returns them as a `Ready` and
 starts a new batch. The driver MUST, in this order:
 
 1. make `ready.persist` (term, vote) durable (fsync) if it is not None;
-2. then send `ready.messages` (in order, to each `(peer, message)`);
-3. deliver `ready.completions` to clients, log `ready.role_changes` and `ready.commit_index`.
+2. carry out `ready.writes` on the store, in order (without waiting for an fsync), and
+   record `ready.store_commit` as the store's committed index; this must be done before
+   the core gets its next input, because from then on the core reads them from the store;
+3. then send `ready.messages` (in order, to each `(peer, message)`);
+4. deliver `ready.completions` to clients, log `ready.role_changes` and `ready.commit_index`.
 
 Flushing: with `flush="sync"` an entry counts toward the leader's own match index, and
 a follower acknowledges it, only once `store.flushed_index` covers it; the driver flushes
@@ -38,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from nodes.election import ParseResult, Role, VoteRound, VoterView, judge_heartbeat, judge_vote
+from nodes.logview import LogView, ReadableLog, StoreWrite
 from nodes.messages import (
     AppendResponse,
     ClientResponse,
@@ -59,21 +65,11 @@ from nodes.messages import (
 )
 from nodes.reads import Confirmations, PendingRead, read_range
 from nodes.replication import Dispatcher, handle_push, quorum_index
-from nodes.store.logstore import MAGIC_NOOP, DiskFullError, EntryTooLargeError, LogStore, StoreError
+from nodes.store.logstore import MAGIC_NOOP
 from nodes.timing import Timing
 from nodes.transfer import LeaderTransfer, TakeLeadership, refusal
 
 FLUSH_POLICIES = ("sync", "async")
-
-
-def _store_refusal(exc: StoreError) -> ResponseCode:
-    """The answer to an append the store refused: DISK_FULL and UNEXPECTED_ARGUMENT (a body
-    too large) are definite; any other store error leaves the outcome unknown (DISK_ERROR)."""
-    if isinstance(exc, DiskFullError):
-        return ResponseCode.DISK_FULL
-    if isinstance(exc, EntryTooLargeError):
-        return ResponseCode.UNEXPECTED_ARGUMENT
-    return ResponseCode.DISK_ERROR
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +109,8 @@ class Ready:
     """One batch of outputs; see the module docstring for the order a driver must keep."""
 
     persist: tuple[int, str | None] | None = None
+    writes: list[StoreWrite] = field(default_factory=list)
+    store_commit: int | None = None
     messages: list[tuple[str, PeerMessage]] = field(default_factory=list)
     completions: list[tuple[int, ClientResponse]] = field(default_factory=list)
     role_changes: list[RoleChange] = field(default_factory=list)
@@ -134,7 +132,7 @@ class Core:
         self,
         node_id: str,
         peers: Sequence[str],
-        store: LogStore,
+        store: ReadableLog,
         term: int = 0,
         vote: str | None = None,
         config: CoreConfig | None = None,
@@ -150,7 +148,7 @@ class Core:
         self.members = frozenset(peers)
         self.others = [p for p in peers if p != node_id]
         self.quorum = len(peers) // 2 + 1
-        self.store = store
+        self.log = LogView(store)
         self.config = config or CoreConfig()
         self.timing = self.config.timing
         self._sync = self.config.flush == "sync"
@@ -200,6 +198,7 @@ class Core:
         if self._reads and self.role is Role.LEADER and self._reads[-1].need_seq > self._confirm.last_seq:
             self._send_heartbeats(self._now)
         out, self._out = self._out, Ready()
+        out.writes = self.log.take_writes()
         return out
 
     def tick(self, now: float) -> None:
@@ -249,11 +248,7 @@ class Core:
         if code is not None:
             self._complete(request_id, AppendResponse(code, self.term, -1, -1, self.leader))
             return
-        try:
-            indexes = self.store.append_many(self.term, bodies)
-        except StoreError as exc:
-            self._complete(request_id, AppendResponse(_store_refusal(exc), self.term, -1, -1, self.leader))
-            return
+        indexes = self.log.append_many(self.term, bodies)
         first, last = indexes.start, indexes.stop - 1
         self._pending.append(_PendingAppend(last, request_id, first, now + self.timing.append_timeout_ms))
         self._replicate()
@@ -271,7 +266,7 @@ class Core:
             self._complete_read(request_id, first, last)
             return
         if mode is ReadMode.UNSAFE:
-            self._complete_read(request_id, first, last, self.store.end_index)
+            self._complete_read(request_id, first, last, self.log.end_index)
             return
         if mode is ReadMode.LEASE:
             if not self.config.lease_guard:
@@ -298,7 +293,7 @@ class Core:
             self.node_id,
             self.members,
             self._transfer is not None,
-            self.store.end_index,
+            self.log.end_index,
             disp.match_index if disp else -1,
             self.timing.transfer_max_lag,
         )
@@ -340,8 +335,8 @@ class Core:
         self._out.role_changes.append(RoleChange(self.term, self.role, self.leader))
 
     def _durable_index(self) -> int:
-        end = self.store.end_index
-        return min(self.store.flushed_index, end) if self._sync else end
+        end = self.log.end_index
+        return min(self.log.flushed_index, end) if self._sync else end
 
     def _draw_follower_timeout(self) -> float:
         return self.timing.leader_lost_ms + self._rng.random() * self.timing.follower_jitter_ms
@@ -355,7 +350,9 @@ class Core:
     def _record_commit(self) -> None:
         """Tell the store the commit index, never past what is durable (a power loss could
         otherwise bring back an older entry under a committed index)."""
-        self.store.set_committed(min(self.commit_index, self._durable_index()))
+        index = min(self.commit_index, self._durable_index())
+        if index > self.log.committed_index:
+            self._out.store_commit = index
 
     # ---- role changes ----------------------------------------------------------------
 
@@ -394,10 +391,10 @@ class Core:
         self._round = None
         self._taking = None
         self._emit_role()
-        end = self.store.end_index
+        end = self.log.end_index
         self._dispatchers = {p: Dispatcher(p, end, now) for p in self.others}
         self._confirm = Confirmations(self.others, self.quorum, now)
-        self._term_start = self.store.append_leader(self.term, b"", MAGIC_NOOP).index
+        self._term_start = self.log.append_leader(self.term, b"", MAGIC_NOOP).index
         self._send_heartbeats(now)
         self._replicate()
 
@@ -433,8 +430,8 @@ class Core:
             self.term,
             self.vote_for,
             self.leader,
-            self.store.end_index,
-            self.store.end_term,
+            self.log.end_index,
+            self.log.end_term,
             self._taking is not None,
             guard,
         )
@@ -465,8 +462,8 @@ class Core:
         req = VoteRequest(
             self.term,
             self.node_id,
-            self.store.end_index,
-            self.store.end_term,
+            self.log.end_index,
+            self.log.end_term,
             self._next_seq(),
             self._taking is not None,
         )
@@ -513,7 +510,7 @@ class Core:
             self._persist()
         term = self.term
         if result is VoteResult.REJECT_TERM_SMALL_THAN_LEDGER:
-            term = max(term, self.store.end_term)
+            term = max(term, self.log.end_term)
         self._send(sender, VoteResponse(term, result, req.seq))
 
     def _on_vote_response(self, sender: str, resp: VoteResponse) -> None:
@@ -589,14 +586,14 @@ class Core:
 
     def _replicate(self) -> None:
         """Leader: let every dispatcher send what it can, then notify a caught-up transferee."""
-        now, store, term, commit, t = self._now, self.store, self.term, self.commit_index, self.timing
+        now, store, term, commit, t = self._now, self.log, self.term, self.commit_index, self.timing
         for disp in self._dispatchers.values():
             disp.pump(now, store, term, self.node_id, commit, t, self._next_seq, self._send)
         self._advance_commit()
         tr = self._transfer
         if tr is not None and not tr.notified and self.role is Role.LEADER:
             disp = self._dispatchers.get(tr.transferee)
-            if disp is not None and disp.match_index >= self.store.end_index:
+            if disp is not None and disp.match_index >= self.log.end_index:
                 tr.notified = True
                 self._send(tr.transferee, TransferRequest(self.term, self.node_id, self._next_seq()))
 
@@ -606,7 +603,7 @@ class Core:
         matches = [self._durable_index()]
         matches.extend(d.match_index for d in self._dispatchers.values())
         index = quorum_index(matches, self.quorum)
-        if index <= self.commit_index or self.store.term_at(index) != self.term:
+        if index <= self.commit_index or self.log.term_at(index) != self.term:
             return  # only entries of the current term commit by counting (Raft's Figure 8)
         self._set_commit(index)
         pending = self._pending
@@ -627,7 +624,7 @@ class Core:
         else:
             code = None
         if code is not None:
-            self._send(sender, PushResponse(self.term, code, req.seq, req.type, -1, self.store.end_index, -1))
+            self._send(sender, PushResponse(self.term, code, req.seq, req.type, -1, self.log.end_index, -1))
             return
         self._last_leader_contact = self._now
         if req.type is PushType.COMMIT:
@@ -637,26 +634,26 @@ class Core:
                 sender,
                 PushResponse(
                     self.term, ResponseCode.SUCCESS, req.seq, req.type, self._leader_match,
-                    self.store.end_index, -1,
+                    self.log.end_index, -1,
                 ),
             )
             return
-        end_before = self.store.end_index
-        out = handle_push(self.store, req, self.commit_index, self._leader_match)
+        end_before = self.log.end_index
+        out = handle_push(self.log, req, self.commit_index, self._leader_match)
         if out.code is not ResponseCode.SUCCESS:
             self._send(
                 sender,
                 PushResponse(
-                    self.term, out.code, req.seq, req.type, -1, self.store.end_index, out.hint_index
+                    self.term, out.code, req.seq, req.type, -1, self.log.end_index, out.hint_index
                 ),
             )
             return
-        if self.store.end_index < end_before:  # acks waiting for entries that are gone never go out
-            self._deferred_acks = [a for a in self._deferred_acks if a[0] <= self.store.end_index]
+        if self.log.end_index < end_before:  # acks waiting for entries that are gone never go out
+            self._deferred_acks = [a for a in self._deferred_acks if a[0] <= self.log.end_index]
         self._leader_match = max(self._leader_match, out.match_index)
         self._follower_commit(req.commit_index)
         resp = PushResponse(
-            self.term, ResponseCode.SUCCESS, req.seq, req.type, out.match_index, self.store.end_index, -1
+            self.term, ResponseCode.SUCCESS, req.seq, req.type, out.match_index, self.log.end_index, -1
         )
         if out.match_index <= self._durable_index():
             self._send(sender, resp)
@@ -672,7 +669,7 @@ class Core:
         disp = self._dispatchers.get(sender)
         if disp is None:
             return
-        disp.on_response(resp, self._now, self.store, self.timing)
+        disp.on_response(resp, self._now, self.log, self.timing)
         self._replicate()
 
     # ---- clients ---------------------------------------------------------------------
@@ -684,7 +681,7 @@ class Core:
             return ResponseCode.LEADER_TRANSFERRING
         if count < 1:
             return ResponseCode.UNEXPECTED_ARGUMENT
-        if self.store.end_index - self.commit_index + count > self.timing.max_pending_appends:
+        if self.log.end_index - self.commit_index + count > self.timing.max_pending_appends:
             return ResponseCode.LEADER_PENDING_FULL
         return None
 
@@ -732,7 +729,7 @@ class Core:
     def _complete_read(self, request_id: int, first: int, last: int, limit: int | None = None) -> None:
         """Answer a read with the entries of `first..last` up to `limit` (default: the commit index)."""
         top = self.commit_index if limit is None else limit
-        entries, covered = read_range(self.store, first, last, top, self.config.max_read_bytes)
+        entries, covered = read_range(self.log, first, last, top, self.config.max_read_bytes)
         self._complete(
             request_id, ReadResponse(ResponseCode.SUCCESS, entries, self.commit_index, self.leader, covered)
         )
@@ -769,7 +766,7 @@ class Core:
             disp is None
             or self._transfer is not None
             or now - disp.last_ack_at > self.timing.leader_lost_ms
-            or self.store.end_index - disp.match_index > self.timing.transfer_max_lag
+            or self.log.end_index - disp.match_index > self.timing.transfer_max_lag
         ):
             return
         self._start_transfer(disp.peer, None)

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nodes.logview import ReadableLog
 from nodes.messages import ResponseCode
-from nodes.store.logstore import Entry, LogStore
+from nodes.store.logstore import Entry
 
 
 class Confirmations:
@@ -96,7 +97,7 @@ class PendingRead:
 
 
 def read_range(
-    store: LogStore, first: int, last: int, limit: int, max_bytes: int | None = None
+    store: ReadableLog, first: int, last: int, limit: int, max_bytes: int | None = None
 ) -> tuple[list[Entry], int]:
     """Stored entries `first..last`, cut at `limit` (the commit index, or the end for unsafe
     reads) and to bodies of at most `max_bytes` (the first entry always); with the last index

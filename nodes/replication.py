@@ -17,8 +17,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from nodes.logview import LogView, ReadableLog
 from nodes.messages import PushRequest, PushResponse, PushType, ResponseCode
-from nodes.store.logstore import Entry, LogStore
+from nodes.store.logstore import Entry
 from nodes.timing import Timing
 
 
@@ -85,7 +86,7 @@ class Dispatcher:
     def pump(
         self,
         now: float,
-        store: LogStore,
+        store: ReadableLog,
         term: int,
         leader: str,
         commit: int,
@@ -137,7 +138,7 @@ class Dispatcher:
             send(self.peer, PushRequest(term, leader, next_seq(), PushType.COMMIT, -1, -1, commit, []))
             self._sent_commit, self._sent_commit_at = commit, now
 
-    def on_response(self, resp: PushResponse, now: float, store: LogStore, timing: Timing) -> bool:
+    def on_response(self, resp: PushResponse, now: float, store: ReadableLog, timing: Timing) -> bool:
         """Take one answer of this term; True when the match index advanced."""
         self.last_ack_at = now
         advanced = False
@@ -189,7 +190,7 @@ class Dispatcher:
         return advanced
 
 
-def conflict_hint(store: LogStore, index: int, commit: int) -> int:
+def conflict_hint(store: ReadableLog, index: int, commit: int) -> int:
     """Where the leader should compare next after a mismatch at `index` (below its whole term)."""
     end = store.end_index
     if index > end:
@@ -210,11 +211,11 @@ class PushOutcome:
     hint_index: int
 
 
-def _holds(store: LogStore, index: int, term: int) -> bool:
+def _holds(store: ReadableLog, index: int, term: int) -> bool:
     return index == -1 or (store.begin_index <= index <= store.end_index and store.term_at(index) == term)
 
 
-def handle_push(store: LogStore, req: PushRequest, commit: int, verified: int) -> PushOutcome:
+def handle_push(store: LogView, req: PushRequest, commit: int, verified: int) -> PushOutcome:
     """Apply a COMPARE, TRUNCATE or APPEND push of the current leader to the follower's store.
 
     The caller checked term and leader. `verified` is how far the log is known to match
@@ -253,7 +254,7 @@ def handle_push(store: LogStore, req: PushRequest, commit: int, verified: int) -
     return PushOutcome(ResponseCode.SUCCESS, req.entries[-1].index, -1)
 
 
-def _truncate(store: LogStore, after: int, commit: int) -> None:
+def _truncate(store: LogView, after: int, commit: int) -> None:
     if after < commit:
         raise SafetyError(f"asked to truncate after {after}, below the commit index {commit}")
     store.truncate_after(after)

@@ -2,9 +2,10 @@
 
 Everything runs on one event loop thread except disk flushes (the store's own background
 flusher, and in `sync` mode group-commit flushes in an executor thread). Inputs (frames,
-ticks, finished flushes) go into the core; once per loop turn `_drive` takes the core's
-`Ready` and carries it out in the order the core requires: persist term and vote (fsync),
-then send peer messages, then answer clients and write events.
+ticks, finished flushes) go into the core; once per loop turn `_drive` hands the core's
+outputs to the driver (`nodes.driver`, the same code the simulator runs), which persists
+term and vote, writes the store, and calls back here to send peer messages, answer
+clients and write events.
 
 A frame that cannot be parsed closes its connection; a frame that parses but does not
 decode, or has an unknown type, is answered with `ErrorResponse`. Either way the node logs
@@ -36,11 +37,12 @@ from nodes.clock import NodeClock
 from nodes.codec import CodecError
 from nodes.controlfile import PREFERRED_FILE, UNCHANGED, ControlFile
 from nodes.core import Core, CoreConfig, Ready
+from nodes.driver import Driver
 from nodes.events import EventLog
 from nodes.peers import Address, PeerLink
 from nodes.protocol import FIRST_PEER_TYPE, PeerHello, wire_codec, wire_limits
 from nodes.store.mmapstore import DEFAULT_DATA_SEGMENT, DEFAULT_INDEX_SEGMENT, MmapStore
-from nodes.store.termfile import TermState, load_checkpoint, load_term, save_checkpoint, save_term
+from nodes.store.termfile import load_checkpoint, load_term
 from nodes.timing import Timing
 from nodes.wire import FrameError, FrameParser, frame_message
 
@@ -187,7 +189,6 @@ class NodeServer:
         if committed > self.store.committed_index:
             self.store.set_committed(committed)
         state = load_term(data_dir)
-        self._persisted = state
         limits = wire_limits(self.codec, list(config.peers), MAX_READ_ENTRIES)
         # An entry body must fit in a data segment and in every frame that carries it.
         self.max_body = min(limits.max_body, self.store.max_body)
@@ -218,8 +219,7 @@ class NodeServer:
         self._batch_bodies: list[bytes] = []
         self._next_request = 1
         self._drive_scheduled = False
-        self._flushing = False
-        self._checkpointed = committed
+        self.driver = Driver(self.core, self.store, data_dir, state, config.flush, self)
         self._next_checkpoint = 0.0
         self._server: asyncio.Server | None = None
 
@@ -263,7 +263,7 @@ class NodeServer:
         for link in self.links.values():
             await link.close()
         self.store.close()
-        save_checkpoint(self.config.data_dir, self.store.committed_index)
+        self.driver.checkpoint()
         self.events.close()
         log.info("stopped at end index %d, committed %d", self.store.end_index, self.store.committed_index)
 
@@ -277,7 +277,7 @@ class NodeServer:
                 self.core.store_progress(now)
             if now >= self._next_checkpoint:
                 self._next_checkpoint = now + CHECKPOINT_EVERY_MS
-                self._checkpoint()
+                self.driver.checkpoint()
             self._drive()
             await asyncio.sleep(TICK_S)
 
@@ -292,12 +292,6 @@ class NodeServer:
             log.error("%s: %s; keeping %s", PREFERRED_FILE, exc, self.core.config.preferred_leader)
             return
         log.info("preferred leader now %s", peer)
-
-    def _checkpoint(self) -> None:
-        committed = self.store.committed_index
-        if committed != self._checkpointed:
-            save_checkpoint(self.config.data_dir, committed)
-            self._checkpointed = committed
 
     # ---- inputs ------------------------------------------------------------------------
 
@@ -415,46 +409,45 @@ class NodeServer:
             token = self._token(self._batch)
             bodies = self._batch_bodies
             self._batch, self._batch_bodies = [], []
-            self.core.client_append(token, bodies, self.clock.now_ms())
-        ready = self.core.ready()
-        self._carry_out(ready)
-        store = self.store
-        if self.config.flush == "sync" and not self._flushing and store.flushed_index < store.end_index:
-            self._flushing = True
-            asyncio.get_running_loop().run_in_executor(None, store.flush).add_done_callback(self._flushed)
+            refusal = self.driver.append_refusal()
+            if refusal is not None:
+                self.complete(token, m.AppendResponse(refusal, self.core.term, -1, -1, self.core.leader))
+            else:
+                self.core.client_append(token, bodies, self.clock.now_ms())
+        self.driver.drive()
+
+    # ---- the driver's host -------------------------------------------------------------
+
+    def send(self, peer: str, message: m.PeerMessage) -> None:
+        self.links[peer].send(message)
+
+    def start_flush(self) -> None:
+        asyncio.get_running_loop().run_in_executor(None, self.store.flush).add_done_callback(self._flushed)
 
     def _flushed(self, future: asyncio.Future[int]) -> None:
-        self._flushing = False
-        if future.exception() is not None:
-            log.error("flush failed: %s", future.exception())
+        exc = future.exception()
+        if exc is not None:
+            self.driver.flush_failed(exc)
             return
-        self.core.store_progress(self.clock.now_ms())
-        self._drive()
+        self.driver.flushed(self.clock.now_ms())
 
-    def _carry_out(self, ready: Ready) -> None:
-        if ready.persist is not None:
-            state = TermState(*ready.persist)
-            if state != self._persisted:
-                save_term(self.config.data_dir, state)
-                self._persisted = state
-        for peer, message in ready.messages:
-            self.links[peer].send(message)
-        pending = self._pending
-        for token, response in ready.completions:
-            waiters = pending.pop(token, ())
-            if len(waiters) == 1:
-                waiters[0].conn.reply(waiters[0].request_id, response)
-                continue
-            first = response.first_index
-            if first < 0:
-                for w in waiters:
-                    w.conn.reply(w.request_id, response)
-                continue
-            code, term, leader = response.code, response.term, response.leader
-            for w in waiters:  # a batch of appends: each request gets its own slice of the indexes
-                last = first + w.count - 1
-                w.conn.reply(w.request_id, m.AppendResponse(code, term, first, last, leader))
-                first = last + 1
+    def complete(self, token: int, response: m.ClientResponse) -> None:
+        waiters = self._pending.pop(token, ())
+        if len(waiters) == 1:
+            waiters[0].conn.reply(waiters[0].request_id, response)
+            return
+        first = response.first_index
+        if first < 0:
+            for w in waiters:
+                w.conn.reply(w.request_id, response)
+            return
+        code, term, leader = response.code, response.term, response.leader
+        for w in waiters:  # a batch of appends: each request gets its own slice of the indexes
+            last = first + w.count - 1
+            w.conn.reply(w.request_id, m.AppendResponse(code, term, first, last, leader))
+            first = last + 1
+
+    def applied(self, ready: Ready) -> None:
         for change in ready.role_changes:
             log.info("role %s in term %d, leader %s", change.role.value, change.term, change.leader)
             self.events.role(change.term, change.role.value, change.leader)

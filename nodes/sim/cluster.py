@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodes.core import Core, CoreConfig, Ready
+from nodes.driver import apply_writes
 from nodes.election import Role
 from nodes.messages import (
     AppendResponse,
@@ -302,6 +303,9 @@ class Simulation:
         """Carry out a core's outputs: persist, send, complete, and check what they claim."""
         ready: Ready = core.ready()
         disk = self.disks[node]
+        apply_writes(disk.store, ready.writes)
+        if ready.store_commit is not None:
+            disk.store.set_committed(ready.store_commit)
         if disk.store.changed_from != UNCHANGED:
             self._check_changed(node)
         if ready.persist is not None:

@@ -42,6 +42,17 @@ class EntryTooLargeError(StoreError):
     """An entry body larger than the store can hold (nothing was appended)."""
 
 
+def check_continues(entries: Iterable[Entry], next_index: int, last_term: int) -> None:
+    """StoreError unless `entries` continue a log at `next_index`, terms non-decreasing."""
+    for e in entries:
+        if e.index != next_index or e.term < last_term:
+            raise StoreError(
+                f"append of index {e.index} term {e.term} does not continue "
+                f"the log (next index {next_index}, last term {last_term})"
+            )
+        next_index, last_term = next_index + 1, e.term
+
+
 def within_bytes(entries: Iterable[Entry], max_bytes: int | None) -> list[Entry]:
     """`entries` from the first on while their bodies add up to at most `max_bytes` (the
     first always); all of them when `max_bytes` is None. Stops reading at the first left out."""
@@ -83,6 +94,11 @@ class LogStore(Protocol):
     @property
     def flushed_index(self) -> int:
         """Highest index whose bytes are durable on disk."""
+        ...
+
+    @property
+    def disk_full(self) -> bool:
+        """Whether leader appends must be refused for want of space (DLedger's DISK_FULL)."""
         ...
 
     def append_leader(self, term: int, body: bytes, magic: int = MAGIC_NORMAL) -> Entry:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nodes.store.logstore import MAGIC_NORMAL, Entry, StoreError, within_bytes
+from nodes.store.logstore import MAGIC_NORMAL, Entry, StoreError, check_continues, within_bytes
 
 
 class MemStore:
@@ -43,6 +43,10 @@ class MemStore:
     def flushed_index(self) -> int:
         return self._flushed
 
+    @property
+    def disk_full(self) -> bool:
+        return False
+
     def append_leader(self, term: int, body: bytes, magic: int = MAGIC_NORMAL) -> Entry:
         if term < self.end_term:
             raise StoreError(f"leader append in term {term} after an entry of term {self.end_term}")
@@ -58,14 +62,7 @@ class MemStore:
         return range(first, len(self._log))
 
     def append(self, entries: Sequence[Entry]) -> None:
-        expected, term = len(self._log), self.end_term
-        for e in entries:
-            if e.index != expected or e.term < term:
-                raise StoreError(
-                    f"append of index {e.index} term {e.term} does not continue "
-                    f"the log (next index {expected}, last term {term})"
-                )
-            expected, term = expected + 1, e.term
+        check_continues(entries, len(self._log), self.end_term)
         self._log.extend(entries)
 
     def get(self, index: int) -> Entry:

@@ -17,7 +17,6 @@ from test_cluster import node_commit
 
 from nodes.client import Client, DefiniteFailure
 from nodes.clientapi import AppendRequest, ErrorResponse
-from nodes.core import Core, CoreConfig
 from nodes.messages import AppendResponse, PushRequest, PushType, ReadResponse, ResponseCode
 from nodes.protocol import wire_codec, wire_limits
 from nodes.reads import read_range
@@ -99,19 +98,6 @@ def test_read_range_cuts_by_bytes_and_says_where(tmp_path: Path) -> None:
             assert (len(entries), covered) == (4, 9)
     finally:
         reopened.close()
-
-
-def test_core_refuses_a_body_larger_than_a_segment_and_keeps_appending(tmp_path: Path) -> None:
-    store = MmapStore(tmp_path, data_segment_size=4096, index_segment_size=4096)
-    core = Core("n1", ["n1"], store, config=CoreConfig(flush="async"))
-    core.tick(0.0)  # a single member elects itself
-    core.ready()
-    core.client_append(1, [b"x" * 4096], 1.0)
-    core.client_append(2, [b"y" * 100], 1.0)
-    answers = dict(core.ready().completions)
-    store.close()
-    assert answers[1].code is ResponseCode.UNEXPECTED_ARGUMENT
-    assert answers[2].code is ResponseCode.SUCCESS
 
 
 class _Transport(asyncio.Transport):

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from nodes.core import Core, CoreConfig
+from nodes.driver import apply_writes
 from nodes.election import Role
 from nodes.messages import ClientResponse, PeerMessage
 from nodes.store.logstore import Entry
@@ -81,12 +82,15 @@ class ScriptedCluster:
         ready = core.ready()
         if ready.persist is not None:
             self.persisted[name] = ready.persist
+        store = self.stores[name]
+        apply_writes(store, ready.writes)
+        if ready.store_commit is not None:
+            store.set_committed(ready.store_commit)
         for peer, message in ready.messages:
             if self.keep_sent:
                 self.sent.append((name, peer, message))
             self._queue.append((name, peer, message))
         self.responses.update(ready.completions)
-        store = self.stores[name]
         if self.auto_flush[name] and store.flushed_index < store.end_index:
             self.flush(name)
 
@@ -145,12 +149,12 @@ class ScriptedCluster:
             if len(leaders) != 1:
                 return False
             leader = self.core(leaders[0])
-            return leader.commit_index >= leader.store.end_index
+            return leader.commit_index >= leader.log.end_index
         self.run_until(settled, within_ms)
         return self.leaders()[0]
 
     def describe(self) -> str:
-        return ", ".join(f"{n}:{c.role.value}/t{c.term}/c{c.commit_index}/e{c.store.end_index}"
+        return ", ".join(f"{n}:{c.role.value}/t{c.term}/c{c.commit_index}/e{c.log.end_index}"
                          if c else f"{n}:down" for n, c in self.cores.items())
 
     def request(self, node: str, method: str, *args: object) -> int:

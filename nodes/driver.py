@@ -1,0 +1,116 @@
+"""The one driver between a consensus core and IO, shared by the asyncio server and the simulator.
+
+`Driver.drive()` takes the core's `Ready` and carries it out in the order the core needs
+(`nodes.core`): persist term and vote (the real term-file code, fsynced), write and
+truncate the store (never waiting for an fsync), record the store's commit index, send
+the messages, complete the clients, report role and commit changes. It also owns the
+flush policy: with `sync` flush it starts one group-commit flush whenever the store holds
+entries that are not durable and no flush is running (the host runs `store.flush()` where
+it likes, a thread or a simulated disk, then calls `flushed(now)`); with `async` flush
+(DLedger's) the store is flushed in the background and acks never wait. And it decides
+what a full disk means: a client append is refused with DISK_FULL while the store says so.
+
+The host (server or simulator) supplies the transport and the clients through `Host`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from nodes.core import Core, Ready
+from nodes.logview import Append, StoreWrite
+from nodes.messages import ClientResponse, PeerMessage, ResponseCode
+from nodes.store.logstore import LogStore
+from nodes.store.termfile import TermState, save_checkpoint, save_term
+
+log = logging.getLogger(__name__)
+
+
+class Host(Protocol):
+    """What a driver needs from the process around it."""
+
+    def send(self, peer: str, message: PeerMessage) -> None:
+        """Send `message` to `peer` (fire and forget)."""
+
+    def complete(self, token: int, response: ClientResponse) -> None:
+        """Answer the client request the core knows as `token`."""
+
+    def start_flush(self) -> None:
+        """Run `store.flush()` now or later, off the caller's path, then call `Driver.flushed`."""
+
+    def applied(self, ready: Ready) -> None:
+        """The ready was carried out (role changes, commit index, writes: for logs and checks)."""
+
+
+def apply_writes(store: LogStore, writes: Sequence[StoreWrite]) -> None:
+    """Carry out a core's store writes in order (a StoreError here is an IO failure: fatal)."""
+    for write in writes:
+        if isinstance(write, Append):
+            store.append(write.entries)
+        else:
+            store.truncate_after(write.after)
+
+
+class Driver:
+    """Carries out one core's outputs on its store, its term file and its host."""
+
+    def __init__(
+        self, core: Core, store: LogStore, data_dir: Path, persisted: TermState, flush: str, host: Host
+    ) -> None:
+        self.core = core
+        self.store = store
+        self.data_dir = data_dir
+        self.host = host
+        self._sync = flush == "sync"
+        self._persisted = persisted
+        self._checkpointed = store.committed_index
+        self.flushing = False
+
+    def append_refusal(self) -> ResponseCode | None:
+        """DISK_FULL while the store refuses appends for want of space, else None."""
+        return ResponseCode.DISK_FULL if self.store.disk_full else None
+
+    def drive(self) -> Ready:
+        """Take the core's outputs and carry them out; return them."""
+        ready = self.core.ready()
+        if ready.persist is not None:
+            state = TermState(*ready.persist)
+            if state != self._persisted:
+                save_term(self.data_dir, state)
+                self._persisted = state
+        store = self.store
+        if ready.writes:
+            apply_writes(store, ready.writes)
+        if ready.store_commit is not None:
+            store.set_committed(ready.store_commit)
+        host = self.host
+        for peer, message in ready.messages:
+            host.send(peer, message)
+        for token, response in ready.completions:
+            host.complete(token, response)
+        host.applied(ready)
+        if self._sync and not self.flushing and store.flushed_index < store.end_index:
+            self.flushing = True
+            host.start_flush()
+        return ready
+
+    def flushed(self, now: float) -> None:
+        """The flush the host ran for us is over: release what waited for it, drive again."""
+        self.flushing = False
+        self.core.store_progress(now)
+        self.drive()
+
+    def flush_failed(self, exc: BaseException) -> None:
+        """The host's flush raised: log it; the next drive tries again."""
+        log.error("flush failed: %s", exc)
+        self.flushing = False
+
+    def checkpoint(self) -> None:
+        """Write DLedger's `checkpoint` file when the store's commit index moved."""
+        committed = self.store.committed_index
+        if committed != self._checkpointed:
+            save_checkpoint(self.data_dir, committed)
+            self._checkpointed = committed
