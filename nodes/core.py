@@ -42,6 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from nodes.coverage import hit
 from nodes.election import ParseResult, Role, VoteRound, VoterView, judge_heartbeat, judge_vote
 from nodes.logview import LogView, ReadableLog, StoreWrite
 from nodes.messages import (
@@ -64,7 +65,7 @@ from nodes.messages import (
     VoteResult,
 )
 from nodes.reads import Confirmations, PendingRead, read_range
-from nodes.replication import Dispatcher, handle_push, quorum_index
+from nodes.replication import Dispatcher, commits_by_counting, handle_push, quorum_index
 from nodes.store.logstore import MAGIC_NOOP
 from nodes.timing import Timing
 from nodes.transfer import LeaderTransfer, TakeLeadership, refusal
@@ -207,6 +208,7 @@ class Core:
         if self._taking is not None and now >= self._taking.deadline:
             self._taking = None
         if self._transfer is not None and now >= self._transfer.deadline:
+            hit("transfer.timeout")
             self._finish_transfer(ResponseCode.TIMEOUT)
         if self.role is Role.LEADER:
             self._leader_tick(now)
@@ -275,6 +277,7 @@ class Core:
             if self._lease_valid() and self._term_committed():
                 self._complete_read(request_id, first, last)
                 return
+            hit("lease.read-waits")
         self._reads.append(
             PendingRead(
                 request_id, first, last, self._confirm.last_seq + 1, now + self.timing.read_timeout_ms
@@ -364,10 +367,16 @@ class Core:
         was = self.role
         if was is Role.LEADER:
             self._leave_leadership()
+            self._never_lead_this_term_again()
         if was is not Role.CANDIDATE or self.leader is not None:
             self.role, self.leader = Role.CANDIDATE, None
             self._drop_follower_state()
             self._emit_role()
+
+    def _never_lead_this_term_again(self) -> None:
+        """We differ: a node leads a term at most once, so after leading its next round raises
+        the term (DLedger re-campaigns in the same term and can lead it a second time)."""
+        self._last_parse = ParseResult.WAIT_TO_VOTE_NEXT
 
     def _become_follower(self, leader: str) -> None:
         """Follow `leader` in the current term (DLedger's changeRoleToFollower)."""
@@ -560,6 +569,8 @@ class Core:
         (a vote round of an older term still waiting for answers is abandoned)."""
         if term > self.term:
             self._round = None
+            if self.role is not Role.FOLLOWER:
+                hit("step-down.higher-term")
         self._become_candidate(term)
         self._increase_term_now = True
 
@@ -572,6 +583,7 @@ class Core:
 
     def _leader_tick(self, now: float) -> None:
         if now - self._confirm.confirmed_at > self.timing.leader_lost_ms:
+            hit("lease.expired-step-down")
             self._become_candidate(self.term)  # lost quorum contact
             return
         if now >= self._next_heartbeat_at:
@@ -603,8 +615,11 @@ class Core:
         matches = [self._durable_index()]
         matches.extend(d.match_index for d in self._dispatchers.values())
         index = quorum_index(matches, self.quorum)
-        if index <= self.commit_index or self.log.term_at(index) != self.term:
-            return  # only entries of the current term commit by counting (Raft's Figure 8)
+        if index <= self.commit_index:
+            return
+        if not commits_by_counting(self.log.term_at(index), self.term):
+            hit("commit.earlier-term-guard")
+            return
         self._set_commit(index)
         pending = self._pending
         while pending and pending[0].last <= index:
@@ -689,6 +704,7 @@ class Core:
         pending = self._pending
         while pending and pending[0].deadline <= now:
             p = pending.popleft()
+            hit("append.timeout")
             self._complete(
                 p.request_id,
                 AppendResponse(
@@ -699,6 +715,7 @@ class Core:
             waiting = []
             for r in self._reads:
                 if r.deadline <= now:
+                    hit("read-index.timeout")
                     self._reply_read(r.request_id, ResponseCode.TIMEOUT)
                 else:
                     waiting.append(r)
@@ -721,6 +738,7 @@ class Core:
         waiting = []
         for r in self._reads:
             if r.need_seq <= confirmed:
+                hit("read-index.confirmed")
                 self._complete_read(r.request_id, r.first, r.last)
             else:
                 waiting.append(r)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from nodes.core import Core, Ready
+from nodes.coverage import hit
 from nodes.logview import Append, StoreWrite
 from nodes.messages import ClientResponse, PeerMessage, ResponseCode
 from nodes.store.logstore import LogStore
@@ -71,7 +72,10 @@ class Driver:
 
     def append_refusal(self) -> ResponseCode | None:
         """DISK_FULL while the store refuses appends for want of space, else None."""
-        return ResponseCode.DISK_FULL if self.store.disk_full else None
+        if not self.store.disk_full:
+            return None
+        hit("disk-full")
+        return ResponseCode.DISK_FULL
 
     def drive(self) -> Ready:
         """Take the core's outputs and carry them out; return them."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 
+from nodes.coverage import hit
 from nodes.messages import ResponseCode, VoteRequest, VoteResult
 
 
@@ -68,29 +69,37 @@ def judge_vote(req: VoteRequest, view: VoterView, self_vote: bool = False) -> Vo
     rule 7: a node that heard from a live leader within the lease does not let a
     higher-term candidate disturb it unless the request is a leadership transfer.
     """
+    result, rule = _judge(req, view, self_vote)
+    if result is not VoteResult.ACCEPT and not self_vote:
+        hit(rule or "vote.reject." + result.name.removeprefix("REJECT_").lower().replace("_", "-"))
+    return result
+
+
+def _judge(req: VoteRequest, view: VoterView, self_vote: bool) -> tuple[VoteResult, str | None]:
+    """The answer, and the coverage rule when it is not the result's own."""
     if req.candidate not in view.members:
-        return VoteResult.REJECT_UNKNOWN_LEADER  # rule 1
+        return VoteResult.REJECT_UNKNOWN_LEADER, None  # rule 1
     if not self_vote and req.candidate == view.self_id:
-        return VoteResult.REJECT_UNEXPECTED_LEADER  # rule 2
+        return VoteResult.REJECT_UNEXPECTED_LEADER, None  # rule 2
     ledger = check_ledger(req, view)  # rules 3-4
     if ledger is not None:
-        return ledger
+        return ledger, None
     if req.term < view.term:
-        return VoteResult.REJECT_EXPIRED_VOTE_TERM  # rule 5
+        return VoteResult.REJECT_EXPIRED_VOTE_TERM, None  # rule 5
     if req.term == view.term:  # rule 6
         if view.vote_for is not None and view.vote_for != req.candidate:
             if view.leader is not None:
-                return VoteResult.REJECT_ALREADY_HAS_LEADER
-            return VoteResult.REJECT_ALREADY_VOTED
+                return VoteResult.REJECT_ALREADY_HAS_LEADER, None
+            return VoteResult.REJECT_ALREADY_VOTED, None
     else:
         if view.leader_guard and not req.transfer:
-            return VoteResult.REJECT_ALREADY_HAS_LEADER
-        return VoteResult.REJECT_TERM_NOT_READY  # rule 7
+            return VoteResult.REJECT_ALREADY_HAS_LEADER, "vote.reject.lease-guard"
+        return VoteResult.REJECT_TERM_NOT_READY, None  # rule 7
     if req.term < view.ledger_end_term:
-        return VoteResult.REJECT_TERM_SMALL_THAN_LEDGER  # rule 8
+        return VoteResult.REJECT_TERM_SMALL_THAN_LEDGER, None  # rule 8
     if view.taking_leadership and not self_vote and not _ahead(req, view):
-        return VoteResult.REJECT_TAKING_LEADERSHIP  # rule 9
-    return VoteResult.ACCEPT  # rule 10
+        return VoteResult.REJECT_TAKING_LEADERSHIP, None  # rule 9
+    return VoteResult.ACCEPT, None  # rule 10
 
 
 def _ahead(req: VoteRequest, view: VoterView) -> bool:

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from nodes.coverage import hit
 from nodes.logview import LogView, ReadableLog
 from nodes.messages import PushRequest, PushResponse, PushType, ResponseCode
 from nodes.store.logstore import Entry
@@ -25,6 +26,12 @@ from nodes.timing import Timing
 
 class SafetyError(AssertionError):
     """The core was asked to do something that would break a Raft safety property."""
+
+
+def commits_by_counting(entry_term: int, term: int) -> bool:
+    """Whether a leader of `term` may commit an entry of `entry_term` because a quorum holds
+    it: only entries of its own term (Raft's Figure 8); earlier ones commit under them."""
+    return entry_term == term
 
 
 def quorum_index(indexes: list[int], quorum: int) -> int:
@@ -110,6 +117,7 @@ class Dispatcher:
             return
         inflight = self._inflight
         if inflight and now - inflight[0].sent_at >= timing.push_timeout_ms:
+            hit("push.resend-timeout")
             inflight.clear()  # resend everything not acknowledged, from the match index
             self.next_index = self.match_index + 1
             self._epoch = next_seq()
@@ -148,6 +156,7 @@ class Dispatcher:
         elif resp.end_index < self.match_index and resp.seq > self._match_seq:
             # The follower lost entries it had acknowledged (power loss under async flush):
             # what it matches is unknown again.
+            hit("push.follower-lost-entries")
             self.match_index = -1
             self._reset(now, min(resp.end_index, store.end_index), 0.0)
             return False
@@ -156,6 +165,7 @@ class Dispatcher:
                     and resp.seq > self._match_seq and not self._inflight):
                 # The follower restarted and no longer knows that its log matches ours, so it
                 # cannot learn the commit index: compare again (nothing else would, when idle).
+                hit("push.restarted-follower")
                 self._reset(now, store.end_index, 0.0)
             return advanced
         if self.state is not PushType.APPEND:
@@ -163,6 +173,7 @@ class Dispatcher:
                 return advanced
             self._wait_seq = -1
             if resp.code is ResponseCode.INCONSISTENT_STATE:
+                hit("push.leader.step-back")
                 # never below the match index: what the follower acknowledged stays
                 self.compare_index = max(min(resp.hint_index, self.compare_index - 1), self.match_index)
             elif resp.code is not ResponseCode.SUCCESS:
@@ -224,14 +235,18 @@ def handle_push(store: LogView, req: PushRequest, commit: int, verified: int) ->
     A conflicting entry at or below `commit` raises SafetyError (a committed entry lost).
     """
     if req.type is PushType.APPEND and req.index > store.end_index:
+        hit("push.append.gap")
         return PushOutcome(ResponseCode.INCONSISTENT_INDEX, -1, store.end_index)
     if not _holds(store, req.index, req.index_term):
+        hit("push.compare.mismatch")
         return PushOutcome(ResponseCode.INCONSISTENT_STATE, -1, conflict_hint(store, req.index, commit))
     if req.type is PushType.COMPARE:
+        hit("push.compare.match")
         return PushOutcome(ResponseCode.SUCCESS, req.index, -1)
     if req.type is PushType.TRUNCATE:
         keep = max(req.index, commit, verified)
         if store.end_index > keep:
+            hit("push.truncate")
             _truncate(store, keep, commit)
         return PushOutcome(ResponseCode.SUCCESS, keep, -1)
     entries: list[Entry] = req.entries
@@ -246,7 +261,10 @@ def handle_push(store: LogView, req: PushRequest, commit: int, verified: int) ->
             and store.term_at(entries[k].index) == entries[k].term
         ):
             k += 1
+        if k:
+            hit("push.append.overlap-skip")
         if k < len(entries) and entries[k].index <= end:
+            hit("push.append.conflict-repair")
             _truncate(store, entries[k].index - 1, commit)
         entries = entries[k:]
     if entries:

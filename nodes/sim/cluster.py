@@ -12,6 +12,7 @@ the run with the step, the seed and the recent trace.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import random
 import traceback
@@ -19,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodes import coverage
 from nodes.core import Core, CoreConfig, Ready
 from nodes.driver import apply_writes
 from nodes.election import Role
@@ -39,6 +41,10 @@ from nodes.sim.network import Network
 from nodes.sim.trace import Trace
 from nodes.store.logstore import Entry, StoreError
 from nodes.timing import timing_profile
+
+BATCH_SIZES = (1, 1, 2, 3, 8, 64, 1024)  # max entries per push, drawn per run
+INFLIGHT = (1, 2, 4)  # max unacknowledged pushes per follower, drawn per run
+SLOW_FSYNC_SHARE = 0.02
 
 TICK, DELIVER, FLUSH, CLIENT, CLIENT_TIMEOUT, FAULT, FAULT_END, RESTART, PROBE = range(9)
 
@@ -74,6 +80,7 @@ class SimResult:
     stats: Counter[str]
     violation: Violation | None = None
     trace: list[str] = field(default_factory=list)
+    coverage: Counter[str] = field(default_factory=Counter)  # rule -> times it fired (nodes.coverage)
 
     def summary(self) -> str:
         """A deterministic, human-readable report (the same seed prints the same bytes)."""
@@ -119,7 +126,16 @@ class Simulation:
         self.names = [f"n{i + 1}" for i in range(config.nodes)]
         self.network = Network(random.Random(rng.getrandbits(64)))
         lease_guard = config.lease_guard if config.lease_guard is not None else rng.random() < 0.5
-        self.core_config = CoreConfig(timing_profile(config.profile), config.flush, lease_guard)
+        # push batches and pipelining vary per run (down to one entry per push, one in flight),
+        # so a new leader's no-op does not always travel with the older entries (Figure 8)
+        timing = dataclasses.replace(
+            timing_profile(config.profile),
+            max_batch_entries=rng.choice(BATCH_SIZES),
+            max_inflight_pushes=rng.choice(INFLIGHT),
+        )
+        self.core_config = CoreConfig(timing, config.flush, lease_guard)
+        # each node's disk has its own speed, and every fsync its own time with slow outliers
+        self._fsync_ms = {n: config.fsync_ms * rng.uniform(0.25, 4.0) for n in self.names}
         self._liveness_ms = config.liveness_ms or max(20000.0, 30 * self.core_config.timing.leader_lost_ms)
         self.clocks = {n: SkewedClock(0.0, rng.uniform(0.0, 1e6), 1.0) for n in self.names}
         self.disks = {n: SimDisk() for n in self.names}
@@ -130,6 +146,7 @@ class Simulation:
         self.step = 0
         self.healed = False
         self.stats: Counter[str] = Counter()
+        coverage.take()  # the rules this run fires, from zero
         self.inv = Invariants()
         self.trace = Trace()
         self._queue: list[tuple[float, int, int, str, Any]] = []
@@ -170,7 +187,7 @@ class Simulation:
 
     def _result(self, violation: Violation | None) -> SimResult:
         trace = self.trace.lines(60) if violation else []
-        return SimResult(self.config, self.step, self.now, self.stats, violation, trace)
+        return SimResult(self.config, self.step, self.now, self.stats, violation, trace, coverage.take())
 
     def _run(self) -> None:
         cfg = self.config
@@ -303,14 +320,7 @@ class Simulation:
         """Carry out a core's outputs: persist, send, complete, and check what they claim."""
         ready: Ready = core.ready()
         disk = self.disks[node]
-        apply_writes(disk.store, ready.writes)
-        if ready.store_commit is not None:
-            disk.store.set_committed(ready.store_commit)
-        if disk.store.changed_from != UNCHANGED:
-            self._check_changed(node)
-        if ready.persist is not None:
-            disk.persist(*ready.persist)
-        for change in ready.role_changes:
+        for change in ready.role_changes:  # election safety first, before any log check
             self.trace.add(
                 self.now,
                 self.step,
@@ -319,6 +329,16 @@ class Simulation:
             )
             if change.role is Role.LEADER:
                 self.stats["elections"] += 1
+                self.inv.on_election(node, change.term)
+        apply_writes(disk.store, ready.writes)
+        if ready.store_commit is not None:
+            disk.store.set_committed(ready.store_commit)
+        if disk.store.changed_from != UNCHANGED:
+            self._check_changed(node)
+        if ready.persist is not None:
+            disk.persist(*ready.persist)
+        for change in ready.role_changes:
+            if change.role is Role.LEADER:
                 self.inv.on_leader(node, change.term, disk.store.entries)
         if ready.commit_index is not None:
             self.inv.on_commit(node, disk.store.entries, self.checked[node], ready.commit_index)
@@ -332,7 +352,13 @@ class Simulation:
             self._complete(rid, response)
         if self.config.flush == "sync" and not disk.flush_pending and disk.dirty():
             disk.flush_pending = True
-            self._schedule(self.config.fsync_ms, FLUSH, node, self.incarnation[node])
+            self._schedule(self._fsync_delay(node), FLUSH, node, self.incarnation[node])
+
+    def _fsync_delay(self, node: str) -> float:
+        """How long this fsync takes: the node's disk speed, jittered, now and then 20-50x slower."""
+        rng = self.rng
+        delay = self._fsync_ms[node] * rng.uniform(0.5, 1.5)
+        return delay * rng.uniform(20.0, 50.0) if rng.random() < SLOW_FSYNC_SHARE else delay
 
     # ---- clients -----------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """Raft's safety properties, checked as the simulation runs.
 
-* election safety: at most one leader per term;
+* election safety: at most one node ever leads a term, and a node leads a term at most
+  once (checked when a node becomes leader, before any log check of that step);
 * leader completeness: a new leader's log holds every committed entry;
 * state machine safety: an index, once committed anywhere, always holds the same entry
   (so committed entries never change or disappear, across crashes and power loss);
@@ -33,16 +34,24 @@ class Invariants:
 
     def __init__(self) -> None:
         self.leaders: dict[int, str] = {}
+        self.led: set[tuple[str, int]] = set()
         self.committed: list[Entry] = []
         self.max_acked = -1
         self.max_read = -1  # highest commit index a completed read-index or lease read returned
         # (index, term) -> the entry and the term before it, as last written in any log
         self.written: dict[tuple[int, int], tuple[Entry, int]] = {}
 
-    def on_leader(self, node: str, term: int, log: list[Entry]) -> None:
+    def on_election(self, node: str, term: int) -> None:
+        """`node` became leader of `term`."""
         other = self.leaders.setdefault(term, node)
         if other != node:
             raise Violation("election safety", f"{other} and {node} both leaders in term {term}")
+        if (node, term) in self.led:
+            raise Violation("election safety", f"{node} leads term {term} a second time")
+        self.led.add((node, term))
+
+    def on_leader(self, node: str, term: int, log: list[Entry]) -> None:
+        """Leader completeness: the new leader of `term` holds every committed entry."""
         n = len(self.committed)
         if log[:n] != self.committed:
             i = next((i for i in range(n) if i >= len(log) or log[i] != self.committed[i]), n)

@@ -8,7 +8,7 @@ import multiprocessing
 import os
 import sys
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterator
 from multiprocessing.pool import AsyncResult, Pool
 from pathlib import Path
@@ -16,6 +16,7 @@ from pathlib import Path
 from nodes.cliparse import EXIT_INVALID, EXIT_VALID
 from nodes.sim.cli import add_common, cluster_size, positive
 from nodes.sim.cluster import SimConfig, run_seed
+from nodes.sim.coverage import coverage_table
 from nodes.sim.faults import parse_faults
 
 MIXES = ("all", "partition,crash,powerloss", "oneway,bridge,loss,dup,delay",
@@ -35,9 +36,9 @@ def configs(start: int, count: int | None, sizes: list[int], mixes: list[str], s
 
 
 def _bounded(pool: Pool, source: Iterator[SimConfig], window: int,
-             deadline: float) -> Iterator[tuple[int, str | None, str]]:
+             deadline: float) -> Iterator[Outcome]:
     """Results of `source` run on `pool`, never more than `window` queued, none started after `deadline`."""
-    pending: deque[AsyncResult[tuple[int, str | None, str]]] = deque()
+    pending: deque[AsyncResult[Outcome]] = deque()
     for config in source:
         if time.monotonic() >= deadline:
             break
@@ -48,12 +49,15 @@ def _bounded(pool: Pool, source: Iterator[SimConfig], window: int,
         yield pending.popleft().get()
 
 
-def run_config(config: SimConfig) -> tuple[int, str | None, str]:
-    """(seed, violation kind or None, summary when violated) for one seed."""
+Outcome = tuple[int, str | None, str, Counter[str]]
+
+
+def run_config(config: SimConfig) -> Outcome:
+    """(seed, violation kind or None, summary when violated, rules fired) for one seed."""
     result = run_seed(config)
     if result.violation is None:
-        return config.seed, None, ""
-    return config.seed, result.violation.kind, result.summary()
+        return config.seed, None, "", result.coverage
+    return config.seed, result.violation.kind, result.summary(), result.coverage
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,9 +88,13 @@ def run(args: argparse.Namespace) -> int:
     deadline = started + args.budget
     source = configs(args.start, args.seeds, sizes, mixes, args.steps, args.flush, args.profile, args.clients)
     done, violations = 0, []
+    fired: Counter[str] = Counter()
+    reached: Counter[str] = Counter()
     with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
-        for seed, kind, report in _bounded(pool, source, args.jobs * 2, deadline):
+        for seed, kind, report, rules in _bounded(pool, source, args.jobs * 2, deadline):
             done += 1
+            fired.update(rules)
+            reached.update(rules.keys())
             if kind is not None:
                 violations.append((seed, kind))
                 print(f"seed {seed}: VIOLATION {kind}", flush=True)
@@ -97,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{done} seeds ({args.flush} flush, sizes {args.nodes}, {len(mixes)} fault mixes, "
           f"{args.steps} steps) in {elapsed:.1f} s on {args.jobs} workers: {rate:.1f} seeds/s, "
           f"{len(violations)} with a violation")
+    table = coverage_table(done, reached, fired)
+    print(table.text)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({
@@ -104,5 +114,6 @@ def run(args: argparse.Namespace) -> int:
             "steps": args.steps, "jobs": args.jobs, "seconds": round(elapsed, 2),
             "seeds_per_second": round(rate, 2),
             "violations": [{"seed": s, "kind": k} for s, k in sorted(violations)],
+            "coverage": table.rows,
         }, indent=2) + "\n")
     return EXIT_VALID if not violations else EXIT_INVALID

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable
 from functools import partial
 
 import pytest
 
+from nodes.coverage import RULES, UNREACHABLE
+from nodes.sim.cluster import SimConfig, run_seed
+from nodes.sim.coverage import coverage_table
 from nodes.sim.disk import UNCHANGED, TrackedStore
 from nodes.sim.invariants import Invariants, Violation, check_log_matching, check_new_entries
 from nodes.store.logstore import Entry
@@ -81,3 +85,29 @@ def test_checking_each_write_agrees_with_checking_all_logs() -> None:
                 caught += 1
                 break
     assert caught > 30
+
+
+def test_a_node_that_leads_a_term_twice_breaks_election_safety() -> None:
+    inv = Invariants()
+    inv.on_election("n1", 3)
+    inv.on_election("n1", 4)
+    with pytest.raises(Violation, match="n1 leads term 3 a second time"):
+        inv.on_election("n1", 3)
+    with pytest.raises(Violation, match="n1 and n2 both leaders in term 4"):
+        inv.on_election("n2", 4)
+
+
+def test_the_coverage_report_counts_seeds_and_firings_and_flags_blind_spots() -> None:
+    table = coverage_table(200, Counter({"push.truncate": 150, "disk-full": 1}),
+                           Counter({"push.truncate": 900, "disk-full": 1}))
+    rows = {r["rule"]: r for r in table.rows}
+    assert set(rows) == set(RULES)
+    assert (rows["push.truncate"]["seeds"], rows["push.truncate"]["fired"]) == (150, 900)
+    assert "disk-full" in table.blind_spots and "push.truncate" not in table.blind_spots
+    assert not set(UNREACHABLE) & set(table.blind_spots)  # explained, not blind
+
+
+def test_a_simulated_run_reports_the_rules_it_fired() -> None:
+    result = run_seed(SimConfig(seed=1, nodes=3, steps=2000))
+    assert result.coverage["read-index.confirmed"] > 0 and result.coverage["push.compare.match"] > 0
+    assert set(result.coverage) <= set(RULES)

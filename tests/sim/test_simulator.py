@@ -18,6 +18,7 @@ from nodes.sim import many
 from nodes.sim.cli import run as simulate_run
 from nodes.sim.cluster import SimConfig, run_seed
 from nodes.sim.faults import parse_faults
+from tests.support.simsearch import SEEDS, first_violation
 
 SIZES = (3, 5, 7)
 SEEDS_PER_CASE = 30  # 3 sizes x 4 mixes x 30 = 360 seeds
@@ -123,12 +124,15 @@ def test_simulate_exits_1_with_seed_step_and_trace_on_a_violation(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(election, "check_ledger", lambda req, view: None)
+    found = first_violation(SEEDS)
+    assert found is not None
+    c = found.config
     args = argparse.Namespace(
-        seed=4, nodes=5, steps=4000, faults=parse_faults("all"), flush="sync", profile="fast", clients=3
+        seed=c.seed, nodes=c.nodes, steps=c.steps, faults=c.faults, flush="sync", profile="fast", clients=3
     )
     assert simulate_run(args) == 1
     out = capsys.readouterr().out
-    assert "VIOLATION" in out and "replay: python -m nodes simulate --seed 4" in out
+    assert "VIOLATION" in out and f"replay: python -m nodes simulate --seed {c.seed} " in out
 
 
 @pytest.mark.parametrize(
