@@ -46,7 +46,7 @@ BATCH_SIZES = (1, 1, 2, 3, 8, 64, 1024)  # max entries per push, drawn per run
 INFLIGHT = (1, 2, 4)  # max unacknowledged pushes per follower, drawn per run
 SLOW_FSYNC_SHARE = 0.02
 
-TICK, DELIVER, FLUSH, CLIENT, CLIENT_TIMEOUT, FAULT, FAULT_END, RESTART, PROBE = range(9)
+TICK, DELIVER, FLUSH, CLIENT, CLIENT_TIMEOUT, FAULT, FAULT_END, RESTART, PROBE, LEADER_CRASH = range(10)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +145,7 @@ class Simulation:
         self.now = 0.0
         self.step = 0
         self.healed = False
+        self.leader_crashes = False  # set by the leadercrash fault
         self.stats: Counter[str] = Counter()
         coverage.take()  # the rules this run fires, from zero
         self.inv = Invariants()
@@ -201,6 +202,7 @@ class Simulation:
             self._on_fault_end,
             self._on_restart,
             self._on_probe,
+            self._on_leader_crash,
         )
         queue = self._queue
         deadline = None
@@ -330,6 +332,8 @@ class Simulation:
             if change.role is Role.LEADER:
                 self.stats["elections"] += 1
                 self.inv.on_election(node, change.term)
+                if self.leader_crashes and not self.healed:
+                    self._schedule(self.rng.uniform(0.0, 30.0), LEADER_CRASH, node, self.incarnation[node])
         apply_writes(disk.store, ready.writes)
         if ready.store_commit is not None:
             disk.store.set_committed(ready.store_commit)
@@ -484,6 +488,15 @@ class Simulation:
         if not self.healed and undo is not None:
             self.trace.add(self.now, self.step, "sim", f"fault {kind} ends")
             undo()
+
+    def _on_leader_crash(self, node: str, incarnation: int) -> None:
+        """A new leader dies soon after its election (leader churn), often before its no-op
+        and the older entries it pushes reach a majority: Raft's Figure 8 states."""
+        core = self.cores[node]
+        alive = core is not None and incarnation == self.incarnation[node]
+        if self.healed or not alive or core.role is not Role.LEADER:
+            return
+        self.crash(node, self.rng.random() < 0.3, self.rng.uniform(20.0, 400.0))
 
     def _heal(self) -> None:
         self.healed = True

@@ -5,7 +5,8 @@ groups that reach each other only through one node), loss, dup (duplication), de
 (large jitter, so heavy reordering), crash (process kill: the page cache survives),
 powerloss (unflushed writes are lost; one node, or sometimes every node at once), skew
 (a node's clock runs fast or slow, within the lease's drift bound), transfer (a leadership
-transfer request to the leader).
+transfer request to the leader), leadercrash (while it lasts, every new leader crashes
+within 30 ms of its election, sometimes losing power: leader churn).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Protocol
 from nodes.sim.clock import SkewedClock
 from nodes.sim.network import LinkModel, Network, between, split
 
-FAULTS = ("partition", "oneway", "bridge", "loss", "dup", "delay", "crash", "powerloss", "skew", "transfer")
+FAULTS = ("partition", "oneway", "bridge", "loss", "dup", "delay", "crash", "powerloss", "skew", "transfer",
+          "leadercrash")
 
 
 def parse_faults(text: str) -> tuple[str, ...]:
@@ -41,6 +43,8 @@ class FaultTarget(Protocol):
     network: Network
     clocks: dict[str, SkewedClock]
     now: float
+
+    leader_crashes: bool
 
     def crash(self, node: str, power_loss: bool, downtime: float) -> None: ...
     def request_transfer(self) -> None: ...
@@ -80,6 +84,9 @@ def start_fault(kind: str, sim: FaultTarget, rng: random.Random) -> Undo:
         clock = sim.clocks[node]
         clock.set_rate(sim.now, rng.uniform(0.96, 1.04))
         return lambda: clock.set_rate(sim.now, 1.0)
+    if kind == "leadercrash":
+        sim.leader_crashes = True
+        return lambda: setattr(sim, "leader_crashes", False)
     if kind == "transfer":
         sim.request_transfer()
         return None
