@@ -1,9 +1,12 @@
 """Benchmark the mmap store: appends/s and MB/s by body size and flush policy.
 
 Single process. Scenarios: one thread appending in batches of 1000 (`append_many`), one
-thread appending one entry per call, and 64 threads each appending one entry per call
-(in `sync` mode they share fsyncs: group commit). Prints a table and writes
-bench/results/store.json.
+thread appending one entry per call, and 64 threads each appending one entry per call.
+`async` is DLedger's policy (the store's background thread flushes every 10 ms); `sync`
+makes each call durable before the next (`store.flush()` after it; flushes are serialised,
+so concurrent threads wait for each other's fsyncs; the node's own group commit, which
+batches a whole event-loop turn into one flush, lives in `nodes.driver`). Prints a table
+and writes bench/results/store.json.
 
     make bench-store        # or: .venv/bin/python bench/store.py [--quick]
 """
@@ -30,18 +33,20 @@ THREADS = 64
 BATCH = 1000
 
 
-def batched(store: MmapStore, body: bytes, count: int) -> None:
+def batched(store: MmapStore, body: bytes, count: int, durable: Callable[[], object]) -> None:
     bodies = [body] * BATCH
     for _ in range(count // BATCH):
         store.append_many(1, bodies)
+        durable()
 
 
-def single(store: MmapStore, body: bytes, count: int) -> None:
+def single(store: MmapStore, body: bytes, count: int, durable: Callable[[], object]) -> None:
     for _ in range(count):
         store.append_leader(1, body)
+        durable()
 
 
-def threaded(store: MmapStore, body: bytes, count: int) -> None:
+def threaded(store: MmapStore, body: bytes, count: int, durable: Callable[[], object]) -> None:
     per_thread = count // THREADS
     start = threading.Barrier(THREADS)
 
@@ -49,6 +54,7 @@ def threaded(store: MmapStore, body: bytes, count: int) -> None:
         start.wait()
         for _ in range(per_thread):
             store.append_leader(1, body)
+            durable()
 
     threads = [threading.Thread(target=work) for _ in range(THREADS)]
     for t in threads:
@@ -57,16 +63,17 @@ def threaded(store: MmapStore, body: bytes, count: int) -> None:
         t.join()
 
 
-SCENARIOS: dict[str, Callable[[MmapStore, bytes, int], None]] = {
+SCENARIOS: dict[str, Callable[[MmapStore, bytes, int, Callable[[], object]], None]] = {
     "batch1000": batched, "single": single, f"threads{THREADS}": threaded}
 
 
 def measure(flush: str, scenario: str, body_size: int, count: int, root: Path) -> dict[str, object]:
     directory = Path(tempfile.mkdtemp(dir=root))
-    store = MmapStore(directory, flush=flush)  # DLedger's segment sizes, flush every 10 ms
+    sync = flush == "sync"
+    store = MmapStore(directory, flush_interval_ms=None if sync else 10)  # DLedger's segment sizes
     body = b"x" * body_size
     began = time.perf_counter()
-    SCENARIOS[scenario](store, body, count)
+    SCENARIOS[scenario](store, body, count, store.flush if sync else lambda: None)
     elapsed = time.perf_counter() - began
     appended = store.end_index + 1
     store.close()

@@ -80,7 +80,8 @@ def write_store(directory: Path, entries: list[dict[str, Any]]) -> None:
     from nodes.store.logstore import MAGIC_NOOP, MAGIC_NORMAL, Entry
     from nodes.store.mmapstore import MmapStore
 
-    store = MmapStore(directory, data_segment_size=1 << 16, index_segment_size=32 * 1024, flush="sync")
+    store = MmapStore(directory, data_segment_size=1 << 16, index_segment_size=32 * 1024,
+                      flush_interval_ms=None)
     try:
         store.append(
             [

@@ -67,7 +67,7 @@ class Driver:
         self.host = host
         self._sync = flush == "sync"
         self._persisted = persisted
-        self._checkpointed = store.committed_index
+        self._checkpointed = store.stable_index
         self.flushing = False
 
     def append_refusal(self) -> ResponseCode | None:
@@ -113,8 +113,9 @@ class Driver:
         self.flushing = False
 
     def checkpoint(self) -> None:
-        """Write DLedger's `checkpoint` file when the store's commit index moved."""
-        committed = self.store.committed_index
-        if committed != self._checkpointed:
-            save_checkpoint(self.data_dir, committed)
-            self._checkpointed = committed
+        """Write DLedger's `checkpoint` file when the store's stable index (committed and
+        durable) moved: recovery never cuts the log below it, and refuses a store that lost it."""
+        stable = self.store.stable_index
+        if stable != self._checkpointed:
+            save_checkpoint(self.data_dir, stable)
+            self._checkpointed = stable

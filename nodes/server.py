@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 
 TICK_S = 0.005
 CHECKPOINT_EVERY_MS = 1000.0
+ASYNC_FLUSH_MS = 10.0
 MAX_READ_ENTRIES = 10000
 
 
@@ -177,15 +178,18 @@ class NodeServer:
         if self.clock.offset_ms:
             self.events.clock(self.clock.offset_ms)
         # The store never waits for fsync inside an append: in sync mode the core acks only
-        # what `flushed_index` covers, and `_drive` runs group-commit flushes.
+        # what `flushed_index` covers and the driver runs group-commit flushes; in async mode
+        # (DLedger's) the store's own thread flushes every 10 ms.
+        stable = load_checkpoint(data_dir)
         self.store = MmapStore(
             data_dir,
             data_segment_size=config.data_segment_size,
             index_segment_size=config.index_segment_size,
-            flush="async",
+            flush_interval_ms=None if config.flush == "sync" else ASYNC_FLUSH_MS,
+            stable_index=stable,
         )
         log.info("store recovered: %s", self.store.recovery.summary())
-        committed = min(load_checkpoint(data_dir), self.store.end_index)
+        committed = min(stable, self.store.end_index)
         if committed > self.store.committed_index:
             self.store.set_committed(committed)
         state = load_term(data_dir)
@@ -273,8 +277,6 @@ class NodeServer:
             self._poll_preferred()
             now = self.clock.now_ms()
             self.core.tick(now)
-            if self.config.flush == "sync":
-                self.core.store_progress(now)
             if now >= self._next_checkpoint:
                 self._next_checkpoint = now + CHECKPOINT_EVERY_MS
                 self.driver.checkpoint()

@@ -97,6 +97,11 @@ class LogStore(Protocol):
         ...
 
     @property
+    def stable_index(self) -> int:
+        """Highest index both committed and durable (what the checkpoint records)."""
+        ...
+
+    @property
     def disk_full(self) -> bool:
         """Whether leader appends must be refused for want of space (DLedger's DISK_FULL)."""
         ...

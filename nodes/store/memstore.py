@@ -44,6 +44,10 @@ class MemStore:
         return self._flushed
 
     @property
+    def stable_index(self) -> int:
+        return min(self._committed, self._flushed)
+
+    @property
     def disk_full(self) -> bool:
         return False
 

@@ -2,25 +2,25 @@
 
 Layout inside `directory`: `data/<20-digit offset>` data segments and `index/<20-digit
 offset>` index segments (record formats in `nodes.store.entrycodec`). Other names in `directory`
-(the server's `currterm`, `checkpoint`) are left alone.
+(the server's `currterm`, `checkpoint`) are left alone. All file IO goes through a
+`FileSystem` (`nodes.store.fs`): the real one, or the simulator's.
 
 Threads: every method is safe to call from several threads. Which calls block:
 
-* appends (`append_leader`, `append_many`, `append`) copy into the mmaps and return; in
-  `sync` flush mode they then wait until their bytes are fsynced (group commit: concurrent
-  appenders share one fsync), unless called with `wait=False`. With `wait=False` the
-  caller learns durability from `flushed_index`, or blocks on `sync_to(index)` / `flush()`
-  (an asyncio caller runs those in an executor).
-* `flush`, `sync_to`, `truncate_after` (it fsyncs the zeroed tail), `clean` and `close`
-  block on disk IO.
+* appends (`append_leader`, `append_many`, `append`) and `truncate_after` only write to the
+  mappings and return; they never wait for the disk, nor for a flush running in another
+  thread. Durability is the caller's business: `flushed_index` says how far the log is
+  durable, `flush()` makes all of it durable (an asyncio caller runs it in an executor),
+  and with `flush_interval_ms` a background thread calls `flush()` that often (DLedger's
+  asynchronous policy). A synchronous policy (ack only what is durable) is the caller's:
+  it acks up to `flushed_index` and calls `flush()` when that lags `end_index`.
+* `flush`, `clean` and `close` block on disk IO; flushes run one at a time.
 * reads, `term_at`, `set_committed` and the properties only touch memory.
 
 Reads of the latest entries this process wrote (the leader pushing what it just appended)
 come from an in-memory tail of those `Entry` objects, not from the mmaps: the bytes are
 the ones just written, so re-checking their CRCs would only cost time. Entries read from
 the files (after a restart, or older than the tail) are CRC-checked.
-
-In `async` flush mode (DLedger's) a background thread flushes every `flush_interval_ms`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import time
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Literal
 
 from nodes.store.entrycodec import (
     BLANK,
@@ -45,7 +44,8 @@ from nodes.store.entrycodec import (
     chain_crc,
 )
 from nodes.store.entryscan import ENTRY_MAGICS
-from nodes.store.flush import Flusher, Ticker
+from nodes.store.flush import Ticker
+from nodes.store.fs import REAL_FS, FileSystem
 from nodes.store.logstore import (
     MAGIC_NORMAL,
     DiskFullError,
@@ -56,11 +56,10 @@ from nodes.store.logstore import (
 )
 from nodes.store.recovery import LogState, RecoveryReport, recover
 from nodes.store.retention import RetentionPolicy
-from nodes.store.segments import SegmentList
+from nodes.store.segments import Segment, SegmentList
 
 DEFAULT_DATA_SEGMENT = 1 << 30  # DLedger: 1 GiB
 DEFAULT_INDEX_SEGMENT = 160 << 20  # DLedger: 160 MiB
-FlushMode = Literal["async", "sync"]
 TAIL_ENTRIES = 8192  # the in-memory tail keeps at least this many of the latest entries ...
 TAIL_BYTES = 32 << 20  # ... while their bodies take at most this many bytes
 
@@ -70,7 +69,14 @@ class CorruptEntryError(StoreError):
 
 
 class MmapStore:
-    """DLedger's mmap file store with CRC-checked recovery, async or group-commit flush and retention."""
+    """DLedger's mmap file store with CRC-checked recovery, caller-driven flushes and retention.
+
+    `stable_index` is the highest index the caller knows was both committed and flushed in
+    this store (its `stable_index` when last recorded durably, e.g. in the checkpoint);
+    recovery walks from there and refuses to open if the log ends below it. -1 (unknown)
+    walks every file. `flush_interval_ms` starts a background flush thread (DLedger's
+    asynchronous flush); None starts none. `fs` is where the files live.
+    """
 
     def __init__(
         self,
@@ -78,9 +84,10 @@ class MmapStore:
         *,
         data_segment_size: int = DEFAULT_DATA_SEGMENT,
         index_segment_size: int = DEFAULT_INDEX_SEGMENT,
-        flush: FlushMode = "async",
-        flush_interval_ms: float = 10,
+        flush_interval_ms: float | None = 10,
         retention: RetentionPolicy | None = None,
+        stable_index: int = -1,
+        fs: FileSystem = REAL_FS,
     ) -> None:
         if data_segment_size < 2 * HEADER_SIZE:
             raise ValueError(
@@ -90,25 +97,24 @@ class MmapStore:
             raise ValueError(
                 f"index_segment_size={index_segment_size} must be a positive multiple of {INDEX_SIZE}"
             )
-        if flush not in ("async", "sync"):
-            raise ValueError(f"flush={flush!r}: use 'async' or 'sync'")
-        if flush_interval_ms <= 0:
-            raise ValueError(f"flush_interval_ms={flush_interval_ms} must be positive")
+        if flush_interval_ms is not None and flush_interval_ms <= 0:
+            raise ValueError(f"flush_interval_ms={flush_interval_ms} must be positive (or None: no thread)")
         self.directory = Path(directory)
-        self.flush_mode: FlushMode = flush
-        self._sync = flush == "sync"
+        self._fs = fs
         self._max_body = data_segment_size - HEADER_SIZE
-        self._data = SegmentList(self.directory / "data", data_segment_size, "data")
-        self._index = SegmentList(self.directory / "index", index_segment_size, "index")
-        self._lock = threading.Lock()
-        state, self.recovery = self._open()
+        self._data = SegmentList(self.directory / "data", data_segment_size, "data", fs)
+        self._index = SegmentList(self.directory / "index", index_segment_size, "index", fs)
+        self._lock = threading.Lock()  # guards all state; never held across disk IO
+        self._flush_lock = threading.Lock()  # one flush at a time
+        state, self.recovery = self._open(stable_index)
         self._begin_index = state.begin_index
         self._end_index = state.end_index
         self._end_term = state.end_term
         self._end_chain = state.end_chain
         self._write_pos = state.write_pos
-        self._synced_pos = state.write_pos
-        self._index_synced = state.end_index
+        self._flushed = state.end_index  # recovery made everything durable
+        self._flush_cap = state.end_index  # what the running flush may claim (see `_flush_once`)
+        self._retired: list[Segment] = []  # truncated away, still mapped until no flush uses them
         self._committed = -1
         self._tail: list[Entry] = []  # the latest entries written, `_tail[0]` at `_tail_first`
         self._tail_first = state.end_index + 1
@@ -116,17 +122,17 @@ class MmapStore:
         self._closed = False
         self._disk_full = False
         self._retention = retention
-        self._flusher = Flusher(self._flush_once, state.end_index)
         self._tickers: list[Ticker] = []
         if retention is not None:
             self.clean()
-            self._tickers.append(Ticker("store-retention", retention.check_interval_s, self.clean))
-        if not self._sync:
-            self._tickers.append(Ticker("store-flush", flush_interval_ms / 1000, self._flusher.flush))
+            if retention.check_interval_s is not None:
+                self._tickers.append(Ticker("store-retention", retention.check_interval_s, self.clean))
+        if flush_interval_ms is not None:
+            self._tickers.append(Ticker("store-flush", flush_interval_ms / 1000, self.flush))
 
-    def _open(self) -> tuple[LogState, RecoveryReport]:
+    def _open(self, stable_index: int) -> tuple[LogState, RecoveryReport]:
         try:
-            return recover(self._data, self._index)
+            return recover(self._data, self._index, stable_index)
         except BaseException:
             self._data.close()
             self._index.close()
@@ -153,7 +159,12 @@ class MmapStore:
     @property
     def flushed_index(self) -> int:
         """Highest index whose bytes are durable (never above `end_index`). Does not block."""
-        return min(self._flusher.flushed_index, self._end_index)
+        return self._flushed
+
+    @property
+    def stable_index(self) -> int:
+        """Highest index both committed and durable: what to record for `stable_index` on reopen."""
+        return min(self._committed, self._flushed)
 
     @property
     def max_body(self) -> int:
@@ -167,18 +178,13 @@ class MmapStore:
 
     # -- appends ----------------------------------------------------------------------------
 
-    def append_leader(self, term: int, body: bytes, magic: int = MAGIC_NORMAL, *, wait: bool = True) -> Entry:
+    def append_leader(self, term: int, body: bytes, magic: int = MAGIC_NORMAL) -> Entry:
         """Append one entry at `end_index + 1` with `term`; see `append_many`."""
-        first = self.append_many(term, (body,), magic, wait=wait)
+        first = self.append_many(term, (body,), magic)
         return Entry(first.start, term, body, magic)
 
-    def append_many(
-        self, term: int, bodies: Sequence[bytes], magic: int = MAGIC_NORMAL, *, wait: bool = True
-    ) -> range:
-        """Append `bodies` as leader at consecutive indexes with `term`; return their indexes.
-
-        In `sync` mode this returns once they are fsynced, unless `wait` is False.
-        """
+    def append_many(self, term: int, bodies: Sequence[bytes], magic: int = MAGIC_NORMAL) -> range:
+        """Append `bodies` as leader at consecutive indexes with `term`; return their indexes."""
         if not bodies:
             return range(self._end_index + 1, self._end_index + 1)
         self._check_bodies(bodies)
@@ -188,14 +194,11 @@ class MmapStore:
                 raise StoreError(f"leader append at term {term} is below the log's end term {self._end_term}")
             first = self._end_index + 1
             last = self._write([Entry(i, term, body, magic) for i, body in enumerate(bodies, first)])
-        if self._sync and wait:
-            self._flusher.sync_to(last)
         return range(first, last + 1)
 
-    def append(self, entries: Sequence[Entry], *, wait: bool = True) -> None:
+    def append(self, entries: Sequence[Entry]) -> None:
         """Append as follower: `entries` must continue the log at `end_index + 1`, one index
-        after another, with non-decreasing terms. In `sync` mode returns once fsynced,
-        unless `wait` is False."""
+        after another, with non-decreasing terms."""
         if not entries:
             return
         self._check_bodies([e.body for e in entries])
@@ -213,9 +216,7 @@ class MmapStore:
                         f"the previous term {term}"
                     )
                 expect, term = expect + 1, e.term
-            last = self._write(entries)
-        if self._sync and wait:
-            self._flusher.sync_to(last)
+            self._write(entries)
 
     def _check_bodies(self, bodies: Iterable[bytes]) -> None:
         longest = max(map(len, bodies))
@@ -239,7 +240,7 @@ class MmapStore:
         the tail; return the last index. Caller holds the lock and has validated them."""
         data, index = self._data, self._index
         pos, idx, chain = self._write_pos, self._end_index + 1, self._end_chain
-        first, wterm, nbytes = idx, self._end_term, 0
+        first, first_pos, wterm, nbytes = idx, pos, self._end_term, 0
         seg = data.ensure(pos)
         mm, base, limit = seg.mm, seg.offset, seg.end
         ioff = idx * INDEX_SIZE
@@ -271,6 +272,8 @@ class MmapStore:
                 ioff += INDEX_SIZE
                 wterm = term
         finally:
+            data.mark_dirty(first_pos, pos)
+            index.mark_dirty(first * INDEX_SIZE, ioff)
             if idx > first:
                 self._end_index, self._end_term, self._end_chain = idx - 1, wterm, chain
                 self._write_pos = pos
@@ -380,9 +383,26 @@ class MmapStore:
     # -- truncation, commit -----------------------------------------------------------------
 
     def truncate_after(self, index: int) -> None:
-        """Drop every entry after `index`: zero their bytes and fsync that, so a restart
-        cannot bring them back. Refuses to go below the committed index."""
-        with self._flusher.lock, self._lock:
+        """Drop every entry after `index` (never below the committed index).
+
+        Memory only: the dropped bytes are zeroed in the mappings (dirty, for the next flush
+        to make durable) and later files are unlinked; nothing here waits for the disk or
+        for a flush running in another thread. `flushed_index` drops to `index` at once,
+        and a flush already running claims no more than `index` when it ends (see
+        `_flush_once`): the entries written after the truncation are not known durable
+        until a flush that starts later.
+
+        A power loss before the next flush may bring dropped entries back, wholly or in
+        part: the zeroing, the unlinks and the entries written since reach the disk in any
+        order. That is safe. Entries up to `index` are untouched; recovery keeps only a
+        chain-consistent log, a prefix of one this store really held; the node acks (in
+        sync mode) only what `flushed_index` covers, which never included an entry written
+        after the truncation and not flushed since, so no acknowledged entry is lost; and
+        the old entries that come back were never committed (Raft truncates only
+        uncommitted ones): it is as if the truncation had not arrived, and the leader
+        sends it again.
+        """
+        with self._lock:
             if self._closed:
                 raise StoreError("store is closed")
             if index >= self._end_index:
@@ -395,14 +415,14 @@ class MmapStore:
                     f"(retention deleted the entries before it)"
                 )
             new_pos = self._slot(index + 1)[1]
-            old_pos, old_end = self._write_pos, self._end_index
+            old_end = self._end_index
             seg = self._data.find(new_pos)
-            self._data.write_zeros(new_pos, min(old_pos, seg.end))
-            self._data.drop_after(seg.end)
+            self._data.write_zeros(new_pos, min(self._write_pos, seg.end))
+            self._retired += self._data.drop_after(seg.end)
             ioff = (index + 1) * INDEX_SIZE
             iseg = self._index.find(ioff)
             self._index.write_zeros(ioff, min((old_end + 1) * INDEX_SIZE, iseg.end))
-            self._index.drop_after(iseg.end)
+            self._retired += self._index.drop_after(iseg.end)
             if index >= 0:
                 self._end_term = self._slot(index)[4]
                 self._end_chain = self._chain_of(index)
@@ -411,11 +431,8 @@ class MmapStore:
                 self._end_chain = 0
             self._end_index, self._write_pos = index, new_pos
             self._drop_tail_after(index)
-            self._synced_pos = min(self._synced_pos, new_pos)
-            self._flusher.flushed_index = min(self._flusher.flushed_index, index)
-            self._index_synced = min(self._index_synced, index)
-            self._data.flush(new_pos, min(old_pos, seg.end))
-            self._index.flush(ioff, iseg.end)
+            self._flushed = min(self._flushed, index)
+            self._flush_cap = min(self._flush_cap, index)
 
     def set_committed(self, index: int) -> None:
         """Record the committed index; it never goes backwards and never passes `end_index`."""
@@ -426,22 +443,46 @@ class MmapStore:
 
     # -- durability -------------------------------------------------------------------------
 
-    def _flush_once(self) -> int:
-        """fdatasync the data written since the last flush, and the index when it holds
-        unsynced slots of entries before the last data file. Slots of entries in the last
-        file need no fsync: recovery walks that file and rebuilds them from the data."""
+    def flush(self) -> int:
+        """Make everything written so far durable; return the flushed index. Blocks, and
+        waits for a flush running in another thread first."""
+        with self._flush_lock:
+            self._flush_once()
+        return self._flushed
+
+    def _flush_once(self, *, whole_index: bool = False) -> None:
+        """Sync what was written since the last flush: the data, and the index when it holds
+        unsynced slots of entries before the last data file (or `whole_index`). Slots of
+        entries in the last file need no sync: recovery walks that file and rebuilds them.
+
+        What to sync is taken under the lock, the IO runs without it. Entries up to the end
+        at that moment are durable afterwards, unless a truncation ran meanwhile: it lowers
+        `_flush_cap` to its index, as the entries after it may have been rewritten after
+        the IO began. The caller holds `_flush_lock`."""
         with self._lock:
             if self._closed:
-                return self._flusher.flushed_index
-            end, wpos, start = self._end_index, self._write_pos, self._synced_pos
-            islot = max(self._index_synced, self._begin_index - 1) + 1
-            index_due = islot < self._last_file_first_index()
-        self._data.flush(start, wpos)
-        self._synced_pos = wpos
-        if index_due:
-            self._index.flush(islot * INDEX_SIZE, (end + 1) * INDEX_SIZE)
-            self._index_synced = end
-        return end
+                return
+            self._flush_cap = self._end_index
+            data = self._data.take_sync()
+            first_slot = self._index.dirty_from
+            due = first_slot is not None and (
+                whole_index or first_slot < self._last_file_first_index() * INDEX_SIZE)
+            index = self._index.take_sync() if due else None
+        try:
+            data.run(self._fs)
+            if index is not None:
+                index.run(self._fs)
+        except BaseException:
+            with self._lock:
+                self._data.restore(data)
+                if index is not None:
+                    self._index.restore(index)
+            raise
+        with self._lock:
+            self._flushed = max(self._flushed, self._flush_cap)
+            retired, self._retired = self._retired, []
+        for seg in retired:  # no flush is using them any more
+            seg.close()
 
     def _last_file_first_index(self) -> int:
         """Index of the first entry in the last data file (end + 1 if it holds none)."""
@@ -450,35 +491,29 @@ class MmapStore:
         head = HEADER.unpack_from(self._data.segments[-1].mm, 0)
         return head[2] if head[0] in ENTRY_MAGICS else self._end_index + 1
 
-    def flush(self) -> int:
-        """Make everything appended durable; return the flushed index. Blocks."""
-        return self._flusher.flush()
-
-    def sync_to(self, index: int) -> int:
-        """Block until `index` is durable, sharing fsyncs with concurrent callers."""
-        return self._flusher.sync_to(index)
-
     # -- retention --------------------------------------------------------------------------
 
     def clean(self, now: float | None = None) -> list[str]:
         """Apply the retention policy: delete expired data files, and older ones while the
         disk is above the force-clean ratio, never the file holding the committed index or
-        later ones; set `disk_full`. Returns the deleted file names. Blocks."""
+        later ones; set `disk_full`. Returns the deleted file names. Blocks (it waits for a
+        running flush, so that deleted files are unmapped and their space freed at once)."""
         policy = self._retention
         if policy is None:
             return []
         now = time.time() if now is None else now
+        usage = policy.disk_usage or self._fs.disk_use_ratio
         removed: list[str] = []
-        with self._flusher.lock, self._lock:
+        with self._flush_lock, self._lock:
             if self._closed:
                 return removed
             deletable = self._data.segments[: self._deletable()]
-            mtimes = [seg.path.stat().st_mtime for seg in deletable]
+            mtimes = [self._fs.modified_time(seg.path) for seg in deletable]
             removed += self._drop_oldest(policy.expired(mtimes, now))
-            ratio = policy.disk_usage(self.directory)
+            ratio = usage(self.directory)
             while ratio > policy.force_clean_ratio and self._deletable():
                 removed += self._drop_oldest(1)
-                ratio = policy.disk_usage(self.directory)
+                ratio = usage(self.directory)
             self._disk_full = ratio > policy.disk_full_ratio
         return removed
 
@@ -490,28 +525,32 @@ class MmapStore:
         return self._data.segments.index(seg)
 
     def _drop_oldest(self, count: int) -> list[str]:
+        """Delete the `count` oldest data files and the index files before the new first entry
+        (the caller holds both locks, so no flush is syncing them)."""
         if count <= 0:
             return []
         gone = self._data.drop_before(self._data.segments[count].offset)
-        seg = self._data.segments[0]
-        self._begin_index = HEADER.unpack_from(seg.mm, 0)[2]
+        self._begin_index = HEADER.unpack_from(self._data.segments[0].mm, 0)[2]
         gone += self._index.drop_before(self._begin_index * INDEX_SIZE)
-        self._synced_pos = max(self._synced_pos, seg.offset)
-        return [f"{p.parent.name}/{p.name}" for p in gone]
+        for seg in gone:
+            seg.close()
+        return [f"{seg.path.parent.name}/{seg.path.name}" for seg in gone]
 
     # -- lifecycle --------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop the background threads, flush, and unmap the files."""
+        """Stop the background threads, flush everything, and unmap the files."""
         if self._closed:
             return
         for ticker in self._tickers:
             ticker.stop()
-        with self._flusher.lock:
-            self._flush_once()
-            self._index.flush(0, (self._end_index + 1) * INDEX_SIZE)
+        with self._flush_lock:
+            self._flush_once(whole_index=True)
             with self._lock:
                 self._closed = True
+                for seg in self._retired:
+                    seg.close()
+                self._retired = []
                 self._data.close()
                 self._index.close()
 

@@ -1,16 +1,20 @@
-"""Fixed-size mmap segment files named by their 20-digit zero-padded starting offset.
+"""Fixed-size mapped segment files named by their 20-digit zero-padded starting offset.
 
 A `SegmentList` is one directory of such files covering a contiguous byte range
 (`first_offset` .. `end_offset`). Data and index files are both kept this way. The list
-does no locking: the store serialises access.
+remembers what is not durable yet: the byte range written since the last flush (writers
+report it with `mark_dirty`) and whether file names changed. A flush is taken under the
+store's lock (`take_sync`) and run outside it (`PendingSync.run`), so writers never wait
+for the disk. The list does no locking: the store serialises access.
 """
 
 from __future__ import annotations
 
-import mmap
-import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from nodes.store.fs import REAL_FS, FileSystem, MappedFile
 
 NAME_DIGITS = 20
 
@@ -27,77 +31,72 @@ def is_segment_name(name: str) -> bool:
     return len(name) == NAME_DIGITS and name.isdigit()
 
 
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 @dataclass(eq=False)
 class Segment:
-    """One mapped file: bytes `offset .. offset + size` of the list's address space.
-
-    The file descriptor stays open for `fdatasync`, which (unlike `mmap.flush`) releases
-    the GIL, so appenders keep writing while a flush waits for the disk.
-    """
+    """One mapped file: bytes `offset .. offset + size` of the list's address space."""
 
     path: Path
     offset: int
     size: int
-    fd: int
-    mm: mmap.mmap = field(repr=False)
-
-    @classmethod
-    def open(cls, path: Path, offset: int, size: int) -> Segment:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            if os.fstat(fd).st_size != size:
-                os.ftruncate(fd, size)
-            mm = mmap.mmap(fd, size)
-        except BaseException:
-            os.close(fd)
-            raise
-        return cls(path, offset, size, fd, mm)
+    mm: MappedFile = field(repr=False)
 
     @property
     def end(self) -> int:
         return self.offset + self.size
 
-    def sync(self) -> None:
-        """Write the file's dirty pages (those written through the map too) to disk."""
-        os.fdatasync(self.fd)
-
     def close(self) -> None:
         self.mm.close()
-        os.close(self.fd)
+
+
+@dataclass(frozen=True)
+class PendingSync:
+    """One flush of a segment list: the ranges to sync (segment, start, stop relative to the
+    segment), then the directory to fsync if names changed; `span` is the absolute range."""
+
+    ranges: list[tuple[Segment, int, int]]
+    directory: Path | None
+    span: tuple[int, int] | None
+
+    def run(self, fs: FileSystem) -> None:
+        """Do the IO (blocks). File contents first: a name made durable names synced bytes."""
+        for seg, start, stop in self.ranges:
+            seg.mm.sync(start, stop)
+        if self.directory is not None:
+            fs.fsync_dir(self.directory)
 
 
 class SegmentList:
     """Contiguous fixed-size segments in one directory."""
 
-    def __init__(self, directory: Path, segment_size: int, kind: str) -> None:
+    def __init__(self, directory: Path, segment_size: int, kind: str, fs: FileSystem = REAL_FS) -> None:
         self.directory = directory
         self.segment_size = segment_size
         self.kind = kind
+        self.fs = fs
         self.segments: list[Segment] = []
-        self.created_since_sync = False
-        directory.mkdir(parents=True, exist_ok=True)
+        self._dirty: tuple[int, int] | None = None
+        self._names_changed = False
+        fs.make_dirs(directory)
 
     def scan_files(self) -> list[tuple[int, Path, int]]:
         """(offset, path, length) of the segment files on disk, by offset; other names ignored."""
-        found = []
-        for entry in os.scandir(self.directory):
-            if entry.is_file() and is_segment_name(entry.name):
-                found.append((int(entry.name), Path(entry.path), entry.stat().st_size))
-        return sorted(found)
+        return sorted((int(name), self.directory / name, length)
+                      for name, length in self.fs.list_dir(self.directory).items()
+                      if is_segment_name(name))
 
     def load(self, offsets: list[int]) -> None:
-        """Map the existing files at `offsets` (already checked by the caller)."""
-        self.segments = [
-            Segment.open(self.directory / segment_name(o), o, self.segment_size) for o in offsets
-        ]
+        """Map the files at `offsets` (already checked by the caller; missing ones are created).
+
+        All of it counts as dirty: what a crashed process left in the page cache is durable
+        only once the first flush has synced it.
+        """
+        self.segments = [self._map(o) for o in offsets]
+        self.mark_dirty(self.first_offset, self.end_offset)
+        self._names_changed = True
+
+    def _map(self, offset: int, *, truncate: bool = False) -> Segment:
+        path, size = self.directory / segment_name(offset), self.segment_size
+        return Segment(path, offset, size, self.fs.map(path, size, truncate=truncate))
 
     @property
     def first_offset(self) -> int:
@@ -120,12 +119,9 @@ class SegmentList:
         """Map a new zeroed segment starting at `offset` (which must follow the last one)."""
         if self.segments and offset != self.end_offset:
             raise SegmentError(f"{self.kind} segment at {offset} does not follow {self.end_offset}")
-        path = self.directory / segment_name(offset)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.close(fd)
-        seg = Segment.open(path, offset, self.segment_size)
+        seg = self._map(offset, truncate=True)
         self.segments.append(seg)
-        self.created_since_sync = True
+        self._names_changed = True
         return seg
 
     def ensure(self, offset: int) -> Segment:
@@ -137,39 +133,69 @@ class SegmentList:
             self.create_at(self.end_offset)
         return self.find(offset)
 
+    def mark_dirty(self, start: int, stop: int) -> None:
+        """Record that the absolute range `start .. stop` was written and is not durable."""
+        if stop > start:
+            self._dirty = (start, stop) if self._dirty is None else (
+                min(start, self._dirty[0]), max(stop, self._dirty[1]))
+
+    @property
+    def dirty_from(self) -> int | None:
+        """Lowest absolute offset written since the last flush, None if nothing was."""
+        return self._dirty[0] if self._dirty else None
+
     def write_zeros(self, start: int, stop: int) -> None:
-        """Zero the absolute range `start .. stop` across segments."""
+        """Zero the absolute range `start .. stop` across segments (in memory: dirty)."""
         for seg in self.segments:
             lo, hi = max(start, seg.offset), min(stop, seg.end)
             if hi > lo:
                 seg.mm[lo - seg.offset:hi - seg.offset] = bytes(hi - lo)
+        self.mark_dirty(start, stop)
 
-    def drop_after(self, offset: int) -> list[Path]:
-        """Delete the segments that start at or after `offset`; return their paths."""
-        return self._drop([s for s in self.segments if s.offset >= offset])
+    def drop_after(self, offset: int) -> list[Segment]:
+        """Unlink the segments that start at or after `offset`, the last first, so that
+        whichever of the removals a power loss keeps, the files left stay contiguous."""
+        doomed = [s for s in self.segments if s.offset >= offset]
+        return self._drop(doomed, reversed(doomed))
 
-    def drop_before(self, offset: int) -> list[Path]:
-        """Delete the segments that end at or before `offset`; return their paths."""
-        return self._drop([s for s in self.segments if s.end <= offset])
+    def drop_before(self, offset: int) -> list[Segment]:
+        """Unlink the segments that end at or before `offset`, the first first."""
+        doomed = [s for s in self.segments if s.end <= offset]
+        return self._drop(doomed, doomed)
 
-    def _drop(self, doomed: list[Segment]) -> list[Path]:
-        for seg in doomed:
-            seg.close()
-            seg.path.unlink(missing_ok=True)
+    def _drop(self, doomed: list[Segment], order: Iterable[Segment]) -> list[Segment]:
+        """Detach `doomed` and unlink their files in `order`; they stay mapped (a flush may be
+        syncing them): the caller closes them when that is safe."""
+        for seg in order:
+            self.remove_file(seg.path)
         if doomed:
             self.segments = [s for s in self.segments if s not in doomed]
-            self.created_since_sync = True  # the directory changed: fsync it on next flush
-        return [s.path for s in doomed]
+        return doomed
 
-    def flush(self, start: int, stop: int) -> None:
-        """Make the absolute range `start .. stop` durable, and new or deleted file names."""
-        if stop > start:
-            for seg in list(self.segments):
-                if seg.end > start and seg.offset < stop:
-                    seg.sync()
-        if self.created_since_sync:
-            self.created_since_sync = False
-            fsync_dir(self.directory)
+    def remove_file(self, path: Path) -> None:
+        """Unlink a file of this directory; the name change is durable after the next flush."""
+        self.fs.remove(path)
+        self._names_changed = True
+
+    def take_sync(self) -> PendingSync:
+        """What a flush must make durable now; the list counts it as clean from here on."""
+        span, self._dirty = self._dirty, None
+        ranges = [] if span is None else [
+            (s, max(span[0], s.offset) - s.offset, min(span[1], s.end) - s.offset)
+            for s in self.segments if s.offset < span[1] and s.end > span[0]]
+        directory = self.directory if self._names_changed else None
+        self._names_changed = False
+        return PendingSync(ranges, directory, span)
+
+    def restore(self, pending: PendingSync) -> None:
+        """A flush taken with `take_sync` failed: count its work as dirty again."""
+        if pending.span is not None:
+            self.mark_dirty(*pending.span)
+        self._names_changed |= pending.directory is not None
+
+    def flush(self) -> None:
+        """Make everything written durable now (single-threaded callers: recovery)."""
+        self.take_sync().run(self.fs)
 
     def close(self) -> None:
         for seg in self.segments:

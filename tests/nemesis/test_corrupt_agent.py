@@ -25,7 +25,7 @@ COUNT = 60
 
 
 def open_store(directory: Path) -> MmapStore:
-    return MmapStore(directory, flush="sync", **SIZES)
+    return MmapStore(directory, flush_interval_ms=None, **SIZES)
 
 
 @pytest.fixture(scope="module")

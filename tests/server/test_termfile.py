@@ -1,7 +1,12 @@
-"""currterm and checkpoint files: DLedger's text, durable replace, clear errors."""
+"""currterm and checkpoint files: DLedger's text, durable replace (on a simulated disk too),
+clear errors."""
+
+import random
+from pathlib import Path
 
 import pytest
 
+from nodes.sim.simfs import LOSS_MODES, SimFileSystem
 from nodes.store.termfile import (
     PropertiesFileError,
     TermState,
@@ -43,3 +48,70 @@ def test_bad_content_names_the_file_and_the_fix(tmp_path, text, match):
     with pytest.raises(PropertiesFileError, match=match) as err:
         load_term(tmp_path)
     assert "currterm" in str(err.value)
+
+
+class PowerCut(Exception):
+    """The power went out at this step."""
+
+
+class CutBeforeDirSync(SimFileSystem):
+    """A simulated disk whose power goes out, once armed, just before a directory fsync."""
+
+    armed = False
+
+    def fsync_dir(self, path: Path) -> None:
+        if self.armed:
+            raise PowerCut(path)
+        super().fsync_dir(path)
+
+
+NODE = Path("/node")
+OLD, NEW = TermState(3, "n1"), TermState(4, "n2")
+
+
+def sim_with_old_term() -> CutBeforeDirSync:
+    fs = CutBeforeDirSync()
+    fs.make_dirs(NODE)
+    save_term(NODE, OLD, fs=fs)
+    return fs
+
+
+@pytest.mark.parametrize("mode", LOSS_MODES)
+def test_a_saved_term_and_checkpoint_survive_a_power_loss(mode):
+    fs = sim_with_old_term()
+    save_term(NODE, NEW, fs=fs)
+    save_checkpoint(NODE, 9, fs=fs)
+    fs.power_loss(random.Random(0), mode)
+    assert load_term(NODE, fs=fs) == NEW and load_checkpoint(NODE, fs=fs) == 9
+
+
+def test_a_power_loss_before_the_directory_fsync_keeps_the_old_term():
+    fs = sim_with_old_term()
+    fs.armed = True
+    with pytest.raises(PowerCut):
+        save_term(NODE, NEW, fs=fs)
+    assert load_term(NODE, fs=fs) == NEW  # the process saw the rename
+    fs.power_loss(random.Random(0), "lose-unsynced")
+    assert load_term(NODE, fs=fs) == OLD
+
+
+def test_a_first_save_cut_before_the_directory_fsync_leaves_no_term():
+    fs = CutBeforeDirSync()
+    fs.make_dirs(NODE)
+    fs.armed = True
+    with pytest.raises(PowerCut):
+        save_term(NODE, NEW, fs=fs)
+    fs.power_loss(random.Random(0), "lose-unsynced")
+    assert load_term(NODE, fs=fs) == TermState(0, None)
+
+
+def test_a_reordered_power_loss_before_the_directory_fsync_keeps_old_or_new_whole():
+    seen = set()
+    for seed in range(50):
+        fs = sim_with_old_term()
+        fs.armed = True
+        with pytest.raises(PowerCut):
+            save_term(NODE, NEW, fs=fs)
+        fs.power_loss(random.Random(seed), "reorder-tear")
+        seen.add(load_term(NODE, fs=fs))
+    assert seen == {OLD, NEW}

@@ -24,12 +24,12 @@ def store_dir() -> Iterator[Path]:
 
 @pytest.fixture
 def open_store(store_dir: Path) -> Iterator[OpenStore]:
-    """Open small-segment stores (sync flush: no background thread) and close them after."""
+    """Open small-segment stores (no background flush thread) and close them after."""
     opened: list[MmapStore] = []
 
     def _open(directory: Path | None = None, **kwargs: object) -> MmapStore:
         options: dict = {"data_segment_size": DATA_SEGMENT, "index_segment_size": INDEX_SEGMENT,
-                         "flush": "sync"}
+                         "flush_interval_ms": None}
         options.update(kwargs)
         store = MmapStore(directory or store_dir, **options)
         opened.append(store)

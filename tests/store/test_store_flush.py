@@ -1,18 +1,19 @@
-"""Flush policies: async background flushing, and sync group commit shared by appenders."""
+"""Flushing: the caller decides when (or a background thread does, DLedger's async policy);
+appends and truncations never wait for the disk."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 from tenacity import retry, stop_after_delay, wait_fixed
 
+from nodes.store.logstore import Entry
 from nodes.store.mmapstore import MmapStore
 
 
-def test_async_flush_makes_appends_durable_in_the_background(tmp_path: Path) -> None:
+def test_background_flush_makes_appends_durable(tmp_path: Path) -> None:
     with MmapStore(tmp_path / "s", data_segment_size=4096, index_segment_size=320,
-                   flush="async", flush_interval_ms=5) as store:
+                   flush_interval_ms=5) as store:
         store.append_many(1, [b"x" * 50] * 40)
         assert store.end_index == 39
 
@@ -23,50 +24,41 @@ def test_async_flush_makes_appends_durable_in_the_background(tmp_path: Path) -> 
         flushed()
 
 
-def test_sync_append_returns_only_when_durable(open_store) -> None:
-    store = open_store(flush="sync")
-    entry = store.append_leader(1, b"a")
-    assert store.flushed_index == entry.index == 0
-    assert store.append_many(1, [b"b", b"c"]) == range(1, 3)
-    assert store.flushed_index == 2
+def test_appends_leave_durability_to_flush(open_store) -> None:
+    store = open_store()
+    assert store.flushed_index == -1
+    store.append_many(1, [b"a", b"b"])
+    store.append([Entry(2, 1, b"c")])
+    assert (store.end_index, store.flushed_index) == (2, -1)
+    assert store.flush() == 2 and store.flushed_index == 2
+    assert store.flush() == 2
 
 
-def test_sync_append_without_waiting_leaves_durability_to_the_caller(open_store) -> None:
-    store = open_store(flush="sync")
-    store.append_many(1, [b"a", b"b"], wait=False)
-    assert (store.end_index, store.flushed_index) == (1, -1)
-    assert store.sync_to(1) == 1 and store.flushed_index == 1
-    assert store.flush() == 1
+def test_reopened_store_counts_what_it_recovered_as_flushed(open_store) -> None:
+    store = open_store()
+    store.append_many(1, [b"a", b"b", b"c"])
+    open_store().close()  # another process opened the files meanwhile: recovery synced them
+    store.close()
+    assert open_store().flushed_index == 2
 
 
-def test_concurrent_sync_appenders_share_one_fsync(open_store) -> None:
-    """The first flush is held until all 16 appenders have written: that single flush must
-    then release every one of them, each with its entry durable."""
-    store = open_store(flush="sync")
-    appenders = 16
-    real_flush = store._flusher._flush_once
-    calls: list[int] = []
+def test_stable_index_is_committed_and_flushed(open_store) -> None:
+    store = open_store()
+    store.append_many(1, [b"x"] * 5)
+    store.set_committed(3)
+    assert store.stable_index == -1
+    store.flush()
+    assert store.stable_index == 3
+    store.set_committed(4)
+    assert store.stable_index == 4
 
-    @retry(stop=stop_after_delay(20), wait=wait_fixed(0.002), reraise=True)
-    def everyone_appended() -> None:
-        assert store.end_index == appenders - 1
 
-    def held_flush() -> int:
-        everyone_appended()
-        calls.append(store.end_index)
-        return real_flush()
-
-    store._flusher._flush_once = held_flush
-    durable: list[bool] = []
-
-    def appender(n: int) -> None:
-        entry = store.append_leader(1, f"t{n}".encode())
-        durable.append(store.flushed_index >= entry.index)
-
-    threads = [threading.Thread(target=appender, args=(n,)) for n in range(appenders)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    assert durable == [True] * appenders
-    assert calls == [appenders - 1]
+def test_truncation_lowers_the_flushed_index_at_once(open_store) -> None:
+    store = open_store()
+    store.append_many(1, [b"x"] * 10)
+    store.flush()
+    store.truncate_after(6)
+    assert (store.end_index, store.flushed_index) == (6, 6)
+    store.append_many(2, [b"y"] * 3)
+    assert store.flushed_index == 6
+    assert store.flush() == 9

@@ -29,7 +29,8 @@ class StoreVersusModel(RuleBasedStateMachine):
         self.committed = -1
 
     def _open(self) -> MmapStore:
-        return MmapStore(self.directory, data_segment_size=SEGMENT, index_segment_size=96, flush="sync")
+        return MmapStore(self.directory, data_segment_size=SEGMENT, index_segment_size=96,
+                         flush_interval_ms=None)
 
     @property
     def term(self) -> int:

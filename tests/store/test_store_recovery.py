@@ -170,17 +170,42 @@ def test_damage_one_file_back_cuts_and_drops_the_last_file(open_store, store_dir
     assert files[-1] in store.recovery.removed_files
 
 
-def test_damage_far_from_the_end_refuses_to_open_and_changes_nothing(open_store, store_dir: Path) -> None:
+@pytest.mark.parametrize("beyond", [0, 1, 119])
+def test_damage_at_or_below_the_stable_index_refuses_to_open_and_changes_nothing(
+        open_store, store_dir: Path, beyond: int) -> None:
     directory = store_dir
     build(open_store, 120)
     on_disk = list(read_entries(directory))
     files = sorted({data_file(e.pos) for e in on_disk})
     victim = next(e for e in on_disk if data_file(e.pos) == files[-3])
+    stable_index = min(victim.index + beyond, 119)
     _patch_header(directory, victim, body_crc=12345)
     before = digest(directory)
-    with pytest.raises(CorruptStoreError, match=r"committed data.*read-file"):
-        open_store(directory)
+    with pytest.raises(CorruptStoreError, match=rf"up to {stable_index} were committed.*read-file"):
+        open_store(directory, stable_index=stable_index)
     assert digest(directory) == before
+
+
+def test_damage_far_from_the_end_above_the_stable_index_is_cut(open_store, store_dir: Path) -> None:
+    """Files past a torn entry are what a power loss after a deep truncation leaves: cut them,
+    however many there are, when the entries there were not known committed and flushed."""
+    directory = store_dir
+    _, written = build(open_store, 120)
+    on_disk = list(read_entries(directory))
+    files = sorted({data_file(e.pos) for e in on_disk})
+    victim = next(e for e in on_disk if data_file(e.pos) == files[-4])
+    _patch_header(directory, victim, body_crc=12345)
+    store = reopen_and_check(open_store, directory, written, victim.index)
+    assert store.recovery.cut_pos == victim.pos
+    assert set(files[-3:]) <= set(store.recovery.removed_files)
+
+
+def test_lost_files_below_the_stable_index_refuse_to_open(open_store, store_dir: Path) -> None:
+    build(open_store, 120)
+    for path in (store_dir / "data").iterdir():
+        path.unlink()
+    with pytest.raises(CorruptStoreError, match="holds no data files, but entries up to 5"):
+        open_store(store_dir, stable_index=5)
 
 
 def test_damage_in_files_recovery_does_not_walk_is_caught_on_read(open_store, store_dir: Path) -> None:
@@ -191,7 +216,7 @@ def test_damage_in_files_recovery_does_not_walk_is_caught_on_read(open_store, st
     content = bytearray(path.read_bytes())
     content[rel(victim.pos) + victim.size - 1] ^= 1
     path.write_bytes(bytes(content))
-    store = open_store(directory)
+    store = open_store(directory, stable_index=119)
     assert store.end_index == 119
     with pytest.raises(CorruptEntryError, match=r"entry 3 .* body CRC"):
         store.get(3)

@@ -171,7 +171,6 @@ def test_closed_store_refuses_work(open_store) -> None:
 @pytest.mark.parametrize("options, message", [
     ({"data_segment_size": 10}, "too small"),
     ({"index_segment_size": 100}, "multiple of 32"),
-    ({"flush": "sometimes"}, "'async' or 'sync'"),
     ({"flush_interval_ms": 0}, "positive"),
 ])
 def test_bad_configuration_is_named(tmp_path: Path, options, message) -> None:

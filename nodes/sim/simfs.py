@@ -1,0 +1,312 @@
+"""A simulated `FileSystem` for the store and the term file: in memory, and as forgetful on
+a power loss as a real page cache is.
+
+A file has two contents: what the process sees (`data`, the page cache) and what is on
+the disk (`durable`). Writes through a mapping or `write_file` change `data`;
+`MappedFile.sync(start, stop)` copies the 4 KiB pages of that range to `durable`, and
+`write_file` (it fsyncs) all of it.
+
+Metadata (names created, removed or renamed, file sizes) goes through one ordered
+journal, as on ext4 or XFS: a change is durable once a journal prefix holding it is
+committed. `fsync_dir(d)` commits the journal up to the last change in `d`; syncing a file
+commits it up to that file's last change (an fsync makes the size durable, and commits
+what came before). Directories are durable once made (`make_dirs` fsyncs their parents on
+a real disk).
+
+`crash()` is a process crash: the page cache survives, nothing is lost, open mappings die.
+`power_loss(rng, mode)` loses the page cache:
+
+* "lose-unsynced": only what was synced or committed survives.
+* "reorder-tear": besides that, a random prefix of the uncommitted journal, a random subset
+  of the dirty pages (write-back keeps no order), and at most one more page that was being
+  written: only a prefix of its 512-byte sectors made it.
+
+Simplifications: a file is mapped once at a time; a removed file that is still mapped
+takes no space; `capacity` only sets `disk_use_ratio` (no ENOSPC). Deterministic: all
+randomness comes from the `random.Random` given to `power_loss`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from functools import partial
+from pathlib import Path
+from typing import Literal, SupportsIndex
+
+PAGE = 4096
+SECTOR = 512
+LossMode = Literal["lose-unsynced", "reorder-tear"]
+LOSS_MODES: tuple[LossMode, ...] = ("lose-unsynced", "reorder-tear")
+
+
+@dataclass
+class LossReport:
+    """What power losses did: one (`power_loss`'s answer) or all so far (`SimFileSystem.losses`)."""
+
+    power_losses: int = 0
+    pages_kept: int = 0  # dirty pages written back in time
+    pages_dropped: int = 0  # dirty pages lost
+    pages_torn: int = 0  # dirty pages written in part
+    ops_kept: int = 0  # uncommitted journal entries that made it
+    ops_dropped: int = 0  # uncommitted journal entries lost
+
+    def add(self, other: LossReport) -> None:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+
+class _Inode:
+    __slots__ = ("data", "durable", "handle", "mtime")
+
+    def __init__(self, mtime: float) -> None:
+        self.data = bytearray()  # what the process sees
+        self.durable = bytearray()  # what is on the disk
+        self.handle: SimMap | None = None
+        self.mtime = mtime
+
+
+@dataclass
+class _Dir:
+    entries: dict[str, _Inode] = field(default_factory=dict)  # what the process sees
+    durable: dict[str, _Inode] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Op:
+    """One journaled metadata change; `apply` makes it durable."""
+
+    directory: Path | None
+    inode: _Inode | None
+    apply: Callable[[], object]
+
+
+def _resize(buf: bytearray, size: int) -> None:
+    if size < len(buf):
+        del buf[size:]
+    else:
+        buf.extend(bytes(size - len(buf)))
+
+
+def _rename_durable(entries: dict[str, _Inode], src: str, dst: str, inode: _Inode) -> None:
+    entries.pop(src, None)
+    entries[dst] = inode
+
+
+def _write_back(inode: _Inode, start: int, stop: int) -> bool:
+    """Copy `data[start:stop]` to `durable` (clipped to both); whether a byte changed."""
+    stop = min(stop, len(inode.data), len(inode.durable))
+    if stop <= start:
+        return False
+    new = memoryview(inode.data)[start:stop]
+    if inode.durable[start:stop] == new:
+        return False
+    inode.durable[start:stop] = new
+    return True
+
+
+def _dirty_pages(inode: _Inode) -> list[int]:
+    """Offsets of the pages whose cached bytes differ from the disk's (within both sizes)."""
+    size = min(len(inode.data), len(inode.durable))
+    data, durable = memoryview(inode.data)[:size], memoryview(inode.durable)[:size]
+    if data == durable:
+        return []
+    return [lo for lo in range(0, size, PAGE) if data[lo:lo + PAGE] != durable[lo:lo + PAGE]]
+
+
+class SimMap(bytearray):
+    """A mapping of a simulated file: it is the file's page cache (a bytearray, so `struct`
+    writes into it), with `mmap`'s rules: slices read as bytes, slice assignment keeps the
+    length, and nothing works once closed."""
+
+    def __init__(self, fs: SimFileSystem, inode: _Inode) -> None:
+        super().__init__(inode.data)
+        self._fs, self._inode, self.closed = fs, inode, False
+        inode.data = inode.handle = self
+        fs.mapped[id(self)] = self
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ValueError("mmap closed or invalid")
+
+    def __getitem__(self, key: SupportsIndex | slice) -> int | bytes:  # type: ignore[override]
+        self._check_open()
+        value = super().__getitem__(key)
+        return bytes(value) if isinstance(key, slice) else value
+
+    def __setitem__(self, key: SupportsIndex | slice, value) -> None:  # type: ignore[override]
+        self._check_open()
+        if isinstance(key, slice):
+            start, stop, step = key.indices(len(self))
+            if step != 1 or len(value) != max(0, stop - start):
+                raise IndexError("mmap slice assignment is wrong size")
+        super().__setitem__(key, value)
+
+    def sync(self, start: int, stop: int) -> None:
+        self._check_open()
+        self._fs.sync_pages(self._inode, start, stop)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._inode.data = bytearray(self)
+            self._inode.handle = None
+            del self._fs.mapped[id(self)]  # by identity: equal bytes are not the same mapping
+
+
+class SimFileSystem:
+    """In-memory files that a simulated power loss can take back to what was made durable."""
+
+    def __init__(self, capacity: int = 1 << 30, clock: Callable[[], float] = lambda: 0.0) -> None:
+        self.capacity = capacity
+        self.clock = clock
+        self.losses = LossReport()
+        self.mapped: dict[int, SimMap] = {}  # open mappings by id
+        self._dirs: dict[Path, _Dir] = {}
+        self._journal: list[_Op] = []
+
+    # -- FileSystem -------------------------------------------------------------------------
+
+    def make_dirs(self, path: Path) -> None:
+        for directory in (path, *path.parents):
+            self._dirs.setdefault(directory, _Dir())
+
+    def map(self, path: Path, size: int, *, truncate: bool = False) -> SimMap:
+        inode = self._inode(path, create=True)
+        if inode.handle is not None:
+            raise RuntimeError(f"{path} is mapped already (the simulated disk maps a file once at a time)")
+        if truncate and inode.data:
+            self._set_size(inode, 0)
+        if len(inode.data) != size:
+            self._set_size(inode, size)
+        return SimMap(self, inode)
+
+    def list_dir(self, path: Path) -> dict[str, int]:
+        return {name: len(inode.data) for name, inode in self._dir(path).entries.items()}
+
+    def remove(self, path: Path) -> None:
+        directory = self._dir(path.parent)
+        if directory.entries.pop(path.name, None) is not None:
+            self._journal.append(_Op(path.parent, None, partial(directory.durable.pop, path.name, None)))
+
+    def fsync_dir(self, path: Path) -> None:
+        self._dir(path)
+        self._commit_through(lambda op: op.directory == path)
+
+    def write_file(self, path: Path, data: bytes) -> None:
+        inode = self._inode(path, create=True)
+        if inode.handle is not None:
+            raise RuntimeError(f"{path} is mapped: write it through its mapping")
+        self._set_size(inode, len(data))
+        inode.data[:] = data
+        self.sync_pages(inode, 0, len(data))
+
+    def rename(self, src: Path, dst: Path) -> None:
+        if src.parent != dst.parent:
+            raise ValueError(f"rename {src} to {dst}: the simulated disk renames within a directory")
+        directory = self._dir(src.parent)
+        inode = directory.entries.pop(src.name, None)
+        if inode is None:
+            raise FileNotFoundError(src)
+        directory.entries[dst.name] = inode
+        self._journal.append(
+            _Op(src.parent, inode, partial(_rename_durable, directory.durable, src.name, dst.name, inode)))
+
+    def read_file(self, path: Path) -> bytes:
+        return bytes(self._inode(path).data)
+
+    def modified_time(self, path: Path) -> float:
+        return self._inode(path).mtime
+
+    def disk_use_ratio(self, path: Path) -> float:
+        sizes = {id(inode): len(inode.data) for d in self._dirs.values() for inode in d.entries.values()}
+        return sum(sizes.values()) / self.capacity
+
+    # -- faults -----------------------------------------------------------------------------
+
+    def crash(self) -> None:
+        """The process dies: its mappings close; the page cache, and so every write, survives."""
+        for handle in list(self.mapped.values()):
+            handle.close()
+
+    def power_loss(self, rng: random.Random, mode: LossMode = "reorder-tear") -> LossReport:
+        """The machine loses power: the disk keeps what `mode` allows (see the module doc)."""
+        if mode not in LOSS_MODES:
+            raise ValueError(f"power loss mode {mode!r}: use one of {', '.join(LOSS_MODES)}")
+        self.crash()
+        report = LossReport(power_losses=1)
+        keep = rng.randint(0, len(self._journal)) if mode == "reorder-tear" else 0
+        report.ops_kept, report.ops_dropped = keep, len(self._journal) - keep
+        self._commit(keep)
+        self._journal.clear()
+        inodes: dict[int, _Inode] = {}
+        for directory in self._dirs.values():
+            directory.entries = dict(directory.durable)
+            inodes.update((id(inode), inode) for inode in directory.entries.values())
+        dirty = [(inode, lo) for inode in inodes.values() for lo in _dirty_pages(inode)]
+        if mode == "reorder-tear":
+            dirty = self._write_back_some(rng, dirty, report)
+        report.pages_dropped = len(dirty)
+        for inode in inodes.values():
+            inode.data = bytearray(inode.durable)
+        self.losses.add(report)
+        return report
+
+    @staticmethod
+    def _write_back_some(rng: random.Random, dirty: list[tuple[_Inode, int]],
+                         report: LossReport) -> list[tuple[_Inode, int]]:
+        """Write back a random subset of `dirty` and tear at most one more; return the rest."""
+        lost = []
+        for inode, lo in dirty:
+            if rng.random() < 0.5:
+                _write_back(inode, lo, lo + PAGE)
+                report.pages_kept += 1
+            else:
+                lost.append((inode, lo))
+        tearable = [k for k, (inode, lo) in enumerate(lost) if len(inode.durable) - lo > SECTOR]
+        if tearable and rng.random() < 0.5:
+            inode, lo = lost.pop(rng.choice(tearable))
+            sectors = -(-min(PAGE, len(inode.durable) - lo) // SECTOR)
+            _write_back(inode, lo, lo + rng.randint(1, sectors - 1) * SECTOR)
+            report.pages_torn += 1
+        return lost
+
+    # -- internals --------------------------------------------------------------------------
+
+    def sync_pages(self, inode: _Inode, start: int, stop: int) -> None:
+        """fdatasync of a range: commit the journal through the file's size, copy the pages."""
+        self._commit_through(lambda op: op.inode is inode)
+        if _write_back(inode, start - start % PAGE, -(-stop // PAGE) * PAGE):
+            inode.mtime = self.clock()
+
+    def _dir(self, path: Path) -> _Dir:
+        try:
+            return self._dirs[path]
+        except KeyError:
+            raise FileNotFoundError(f"no directory {path}") from None
+
+    def _inode(self, path: Path, *, create: bool = False) -> _Inode:
+        directory = self._dir(path.parent)
+        inode = directory.entries.get(path.name)
+        if inode is None:
+            if not create:
+                raise FileNotFoundError(path)
+            inode = directory.entries[path.name] = _Inode(self.clock())
+            self._journal.append(
+                _Op(path.parent, inode, partial(directory.durable.__setitem__, path.name, inode)))
+        return inode
+
+    def _set_size(self, inode: _Inode, size: int) -> None:
+        _resize(inode.data, size)
+        inode.mtime = self.clock()
+        self._journal.append(_Op(None, inode, partial(_resize, inode.durable, size)))
+
+    def _commit_through(self, touches: Callable[[_Op], bool]) -> None:
+        last = max((i for i, op in enumerate(self._journal) if touches(op)), default=-1)
+        self._commit(last + 1)
+
+    def _commit(self, count: int) -> None:
+        for op in self._journal[:count]:
+            op.apply()
+        del self._journal[:count]
