@@ -117,6 +117,13 @@ class Ready:
     role_changes: list[RoleChange] = field(default_factory=list)
     commit_index: int | None = None
 
+    def __bool__(self) -> bool:
+        """Whether there is anything to carry out."""
+        return bool(
+            self.messages or self.completions or self.writes or self.role_changes
+            or self.persist is not None or self.store_commit is not None or self.commit_index is not None
+        )
+
 
 @dataclass(slots=True)
 class _PendingAppend:

@@ -24,10 +24,13 @@ from nodes.core import Core, Ready
 from nodes.coverage import hit
 from nodes.logview import Append, StoreWrite
 from nodes.messages import ClientResponse, PeerMessage, ResponseCode
+from nodes.store.fs import REAL_FS, FileSystem
 from nodes.store.logstore import LogStore
 from nodes.store.termfile import TermState, save_checkpoint, save_term
 
 log = logging.getLogger(__name__)
+
+CHECKPOINT_EVERY_MS = 1000.0
 
 
 class Host(Protocol):
@@ -43,7 +46,8 @@ class Host(Protocol):
         """Run `store.flush()` now or later, off the caller's path, then call `Driver.flushed`."""
 
     def applied(self, ready: Ready) -> None:
-        """The ready was carried out (role changes, commit index, writes: for logs and checks)."""
+        """The ready's term and store writes were carried out (role changes, commit index,
+        writes: for logs and checks); its messages and answers go out next."""
 
 
 def apply_writes(store: LogStore, writes: Sequence[StoreWrite]) -> None:
@@ -59,16 +63,25 @@ class Driver:
     """Carries out one core's outputs on its store, its term file and its host."""
 
     def __init__(
-        self, core: Core, store: LogStore, data_dir: Path, persisted: TermState, flush: str, host: Host
+        self,
+        core: Core,
+        store: LogStore,
+        data_dir: Path,
+        persisted: TermState,
+        flush: str,
+        host: Host,
+        fs: FileSystem = REAL_FS,
     ) -> None:
         self.core = core
         self.store = store
         self.data_dir = data_dir
+        self.fs = fs
         self.host = host
         self._sync = flush == "sync"
         self._persisted = persisted
         self._checkpointed = store.stable_index
         self.flushing = False
+        self._next_checkpoint = 0.0
 
     def append_refusal(self) -> ResponseCode | None:
         """DISK_FULL while the store refuses appends for want of space, else None."""
@@ -80,10 +93,19 @@ class Driver:
     def drive(self) -> Ready:
         """Take the core's outputs and carry them out; return them."""
         ready = self.core.ready()
+        if ready:
+            self._carry_out(ready)
+        store = self.store
+        if self._sync and not self.flushing and store.flushed_index < store.end_index:
+            self.flushing = True
+            self.host.start_flush()
+        return ready
+
+    def _carry_out(self, ready: Ready) -> None:
         if ready.persist is not None:
             state = TermState(*ready.persist)
             if state != self._persisted:
-                save_term(self.data_dir, state)
+                save_term(self.data_dir, state, fs=self.fs)
                 self._persisted = state
         store = self.store
         if ready.writes:
@@ -91,15 +113,11 @@ class Driver:
         if ready.store_commit is not None:
             store.set_committed(ready.store_commit)
         host = self.host
+        host.applied(ready)
         for peer, message in ready.messages:
             host.send(peer, message)
         for token, response in ready.completions:
             host.complete(token, response)
-        host.applied(ready)
-        if self._sync and not self.flushing and store.flushed_index < store.end_index:
-            self.flushing = True
-            host.start_flush()
-        return ready
 
     def flushed(self, now: float) -> None:
         """The flush the host ran for us is over: release what waited for it, drive again."""
@@ -112,10 +130,16 @@ class Driver:
         log.error("flush failed: %s", exc)
         self.flushing = False
 
+    def tick(self, now: float) -> None:
+        """Time passed: write the checkpoint at most once every CHECKPOINT_EVERY_MS."""
+        if now >= self._next_checkpoint:
+            self._next_checkpoint = now + CHECKPOINT_EVERY_MS
+            self.checkpoint()
+
     def checkpoint(self) -> None:
         """Write DLedger's `checkpoint` file when the store's stable index (committed and
         durable) moved: recovery never cuts the log below it, and refuses a store that lost it."""
         stable = self.store.stable_index
         if stable != self._checkpointed:
-            save_checkpoint(self.data_dir, stable)
+            save_checkpoint(self.data_dir, stable, fs=self.fs)
             self._checkpointed = stable

@@ -49,7 +49,6 @@ from nodes.wire import FrameError, FrameParser, frame_message
 log = logging.getLogger(__name__)
 
 TICK_S = 0.005
-CHECKPOINT_EVERY_MS = 1000.0
 ASYNC_FLUSH_MS = 10.0
 MAX_READ_ENTRIES = 10000
 
@@ -189,9 +188,6 @@ class NodeServer:
             stable_index=stable,
         )
         log.info("store recovered: %s", self.store.recovery.summary())
-        committed = min(stable, self.store.end_index)
-        if committed > self.store.committed_index:
-            self.store.set_committed(committed)
         state = load_term(data_dir)
         limits = wire_limits(self.codec, list(config.peers), MAX_READ_ENTRIES)
         # An entry body must fit in a data segment and in every frame that carries it.
@@ -224,7 +220,6 @@ class NodeServer:
         self._next_request = 1
         self._drive_scheduled = False
         self.driver = Driver(self.core, self.store, data_dir, state, config.flush, self)
-        self._next_checkpoint = 0.0
         self._server: asyncio.Server | None = None
 
     # ---- lifecycle ---------------------------------------------------------------------
@@ -277,9 +272,7 @@ class NodeServer:
             self._poll_preferred()
             now = self.clock.now_ms()
             self.core.tick(now)
-            if now >= self._next_checkpoint:
-                self._next_checkpoint = now + CHECKPOINT_EVERY_MS
-                self.driver.checkpoint()
+            self.driver.tick(now)
             self._drive()
             await asyncio.sleep(TICK_S)
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from nodes import coverage
 from nodes.core import Core, CoreConfig, Ready
-from nodes.driver import apply_writes
+from nodes.driver import Driver
 from nodes.election import Role
 from nodes.messages import (
     AppendResponse,
@@ -34,14 +34,16 @@ from nodes.messages import (
 )
 from nodes.replication import SafetyError
 from nodes.sim.clock import SkewedClock
-from nodes.sim.disk import UNCHANGED, SimDisk
+from nodes.sim.disk import DIRECTORY, UNCHANGED, SimDisk
 from nodes.sim.faults import FAULTS, Undo, start_fault
 from nodes.sim.invariants import Invariants, Violation, check_log_matching
 from nodes.sim.network import Network
+from nodes.sim.simfs import LOSS_MODES
 from nodes.sim.trace import Trace
 from nodes.store.logstore import Entry, StoreError
 from nodes.timing import timing_profile
 
+SEGMENT_SIZES = ((512, 320), (4096, 4096), (65536, 32768))  # (data, index) file sizes, drawn per run
 BATCH_SIZES = (1, 1, 2, 3, 8, 64, 1024)  # max entries per push, drawn per run
 INFLIGHT = (1, 2, 4)  # max unacknowledged pushes per follower, drawn per run
 SLOW_FSYNC_SHARE = 0.02
@@ -138,8 +140,10 @@ class Simulation:
         self._fsync_ms = {n: config.fsync_ms * rng.uniform(0.25, 4.0) for n in self.names}
         self._liveness_ms = config.liveness_ms or max(20000.0, 30 * self.core_config.timing.leader_lost_ms)
         self.clocks = {n: SkewedClock(0.0, rng.uniform(0.0, 1e6), 1.0) for n in self.names}
-        self.disks = {n: SimDisk() for n in self.names}
+        data_segment, index_segment = rng.choice(SEGMENT_SIZES)
+        self.disks = {n: SimDisk(data_segment, index_segment) for n in self.names}
         self.cores: dict[str, Core | None] = dict.fromkeys(self.names)
+        self.drivers: dict[str, Driver | None] = dict.fromkeys(self.names)
         self.incarnation = dict.fromkeys(self.names, 0)
         self.checked = dict.fromkeys(self.names, -1)
         self.now = 0.0
@@ -221,13 +225,14 @@ class Simulation:
         check_log_matching(self._logs())
 
     def _logs(self) -> dict[str, list[Entry]]:
-        return {n: self.disks[n].store.entries for n in self.names}
+        return {n: self.disks[n].log for n in self.names}
 
     def _check_changed(self, node: str) -> None:
-        """Log matching for `node`'s entries written (or restored by a power loss) since the last check."""
-        store = self.disks[node].store
-        start, store.changed_from = store.changed_from, UNCHANGED
-        self.inv.on_write(node, store.entries, start, self._logs)
+        """Log matching for `node`'s entries written (or changed by a power loss) since the last check."""
+        disk = self.disks[node]
+        if disk.changed_from != UNCHANGED:
+            start, disk.changed_from = disk.changed_from, UNCHANGED
+            self.inv.on_write(node, disk.log, start, self._logs)
 
     def _roles(self) -> str:
         return ", ".join(
@@ -242,41 +247,46 @@ class Simulation:
 
     def _start_node(self, name: str) -> None:
         disk = self.disks[name]
+        store, state = disk.open()
+        if store.recovery.cut_pos is not None:
+            coverage.hit("recovery.cut-tail")
+        self._check_changed(name)
         core = Core(
             name,
             self.names,
-            disk.store,
-            disk.term,
-            disk.vote,
+            store,
+            state.term,
+            state.vote_for,
             self.core_config,
             random.Random(self.rng.getrandbits(64)),
             self._local(name),
         )
         self.cores[name] = core
-        self.inv.on_commit(name, disk.store.entries, -1, core.commit_index)  # what it still calls committed
+        host = _Host(self, name)
+        self.drivers[name] = Driver(core, store, DIRECTORY, state, self.config.flush, host, disk.fs)
+        self.inv.on_commit(name, disk.log, -1, core.commit_index)  # what it still calls committed
         self.checked[name] = core.commit_index
         self.trace.add(
             self.now,
             self.step,
             name,
-            f"start t{disk.term} vote {disk.vote} log end {disk.store.end_index} commit {core.commit_index}",
+            f"start t{state.term} vote {state.vote_for} log end {store.end_index} commit {core.commit_index}"
+            f" ({store.recovery.summary()})",
         )
         self._schedule(self.rng.uniform(0, self.config.tick_ms), TICK, name, self.incarnation[name])
         self._drain(name, core)
 
     def crash(self, node: str, power_loss: bool, downtime: float) -> None:
-        """Kill `node` (losing unflushed writes on power loss) and restart it after `downtime`."""
+        """Kill `node` (losing, reordering or tearing unsynced writes on power loss) and
+        restart it after `downtime`."""
         if self.cores[node] is None:
             return
-        self.cores[node] = None
+        self.cores[node] = self.drivers[node] = None
         self.incarnation[node] += 1
-        disk = self.disks[node]
-        disk.flush_pending = False  # the fsync in progress dies with the process
-        if power_loss:
-            disk.power_loss()
-            self._check_changed(node)
+        mode = self.rng.choice(LOSS_MODES)
+        self.disks[node].crash(power_loss, self.rng, mode)
         self.stats["powerloss" if power_loss else "crash"] += 1
-        self.trace.add(self.now, self.step, node, "power loss" if power_loss else "crash")
+        self.trace.add(self.now, self.step, node, f"power loss ({mode})" if power_loss else "crash")
         for rid in [rid for rid, op in self._ops.items() if op.node == node]:
             self._finish_op(rid, "info")
         self._schedule(downtime, RESTART, node, self.incarnation[node])
@@ -291,6 +301,9 @@ class Simulation:
             return
         core.tick(self._local(node))
         self._drain(node, core)
+        driver = self.drivers[node]
+        assert driver is not None
+        driver.tick(self._local(node))
         self._schedule(self.config.tick_ms, TICK, node, incarnation)
 
     def _on_deliver(self, node: str, payload: tuple[str, PeerMessage]) -> None:
@@ -305,22 +318,25 @@ class Simulation:
 
     def _on_flush(self, node: str, incarnation: int) -> None:
         disk = self.disks[node]
+        driver = self.drivers[node]
         if incarnation == -1:  # async: DLedger's periodic background flush
             self._schedule(self.config.async_flush_ms, FLUSH, node, -1)
-        elif incarnation != self.incarnation[node]:
+            if disk.store is not None:
+                disk.store.flush()
             return
-        else:
-            disk.flush_pending = False
-        core = self.cores[node]
-        if core is None or not disk.dirty():
+        if incarnation != self.incarnation[node] or disk.store is None or driver is None:
             return
-        disk.store.flush()
-        core.store_progress(self._local(node))
-        self._drain(node, core)
+        disk.store.flush()  # the group commit the driver asked for
+        driver.flushed(self._local(node))
 
-    def _drain(self, node: str, core: Core) -> None:
-        """Carry out a core's outputs: persist, send, complete, and check what they claim."""
-        ready: Ready = core.ready()
+    def _drain(self, node: str, _core: Core) -> None:
+        """Carry out the core's outputs (the driver calls back `_Host`)."""
+        driver = self.drivers[node]
+        assert driver is not None
+        driver.drive()
+
+    def applied(self, node: str, ready: Ready) -> None:
+        """The driver carried out `ready`'s writes: check what they and the outputs claim."""
         disk = self.disks[node]
         for change in ready.role_changes:  # election safety first, before any log check
             self.trace.add(
@@ -334,29 +350,24 @@ class Simulation:
                 self.inv.on_election(node, change.term)
                 if self.leader_crashes and not self.healed:
                     self._schedule(self.rng.uniform(0.0, 30.0), LEADER_CRASH, node, self.incarnation[node])
-        apply_writes(disk.store, ready.writes)
-        if ready.store_commit is not None:
-            disk.store.set_committed(ready.store_commit)
-        if disk.store.changed_from != UNCHANGED:
-            self._check_changed(node)
-        if ready.persist is not None:
-            disk.persist(*ready.persist)
+        disk.applied(ready.writes)
+        self._check_changed(node)
         for change in ready.role_changes:
             if change.role is Role.LEADER:
-                self.inv.on_leader(node, change.term, disk.store.entries)
+                self.inv.on_leader(node, change.term, disk.log)
         if ready.commit_index is not None:
-            self.inv.on_commit(node, disk.store.entries, self.checked[node], ready.commit_index)
+            self.inv.on_commit(node, disk.log, self.checked[node], ready.commit_index)
             self.checked[node] = ready.commit_index
-        net_delays = self.network.delays
-        for peer, message in ready.messages:
-            self.stats["messages"] += 1
-            for delay in net_delays():
-                self._schedule(delay, DELIVER, peer, (node, message))
-        for rid, response in ready.completions:
-            self._complete(rid, response)
-        if self.config.flush == "sync" and not disk.flush_pending and disk.dirty():
-            disk.flush_pending = True
-            self._schedule(self._fsync_delay(node), FLUSH, node, self.incarnation[node])
+
+    def send(self, node: str, peer: str, message: PeerMessage) -> None:
+        """`node` sends `message` to `peer` through the simulated network."""
+        self.stats["messages"] += 1
+        for delay in self.network.delays():
+            self._schedule(delay, DELIVER, peer, (node, message))
+
+    def start_flush(self, node: str) -> None:
+        """`node`'s driver asks for a group-commit flush: the disk does it a while later."""
+        self._schedule(self._fsync_delay(node), FLUSH, node, self.incarnation[node])
 
     def _fsync_delay(self, node: str) -> float:
         """How long this fsync takes: the node's disk speed, jittered, now and then 20-50x slower."""
@@ -432,7 +443,7 @@ class Simulation:
         if op.client >= 0:
             self._schedule(self.rng.uniform(1.0, 20.0), CLIENT, "", op.client)
 
-    def _complete(self, rid: int, response: ClientResponse) -> None:
+    def complete(self, rid: int, response: ClientResponse) -> None:
         self._unanswered.discard(rid)
         op = self._ops.get(rid)
         if op is None:
@@ -539,6 +550,26 @@ class Simulation:
             return False
         index = self._probe[1]
         return all(c is not None and c.commit_index >= index for c in self.cores.values())
+
+
+class _Host:
+    """One simulated node's side of the driver: the simulation's network, clients and disk."""
+
+    def __init__(self, sim: Simulation, node: str) -> None:
+        self._sim = sim
+        self._node = node
+
+    def send(self, peer: str, message: PeerMessage) -> None:
+        self._sim.send(self._node, peer, message)
+
+    def complete(self, token: int, response: ClientResponse) -> None:
+        self._sim.complete(token, response)
+
+    def start_flush(self) -> None:
+        self._sim.start_flush(self._node)
+
+    def applied(self, ready: Ready) -> None:
+        self._sim.applied(self._node, ready)
 
 
 def run_seed(config: SimConfig) -> SimResult:

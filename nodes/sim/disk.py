@@ -1,69 +1,83 @@
-"""A node's simulated disk: its log store, its fsynced term/vote file, and when flushes happen.
+"""A simulated node's disk: the real mmap store and term file on a simulated filesystem.
 
-`sync` flush is a group commit: once entries are written, one fsync is issued and
-completes `fsync_ms` later, covering everything written by then. `async` is DLedger's:
-the log is forced every `async_interval_ms` in the background and acks do not wait.
-The term and vote are fsynced before any message that depends on them (we do; DLedger
-does not), so they always survive. The store also remembers the lowest index it wrote (or
-a power loss restored) since the simulator last checked it, so that log matching is
-checked on every change from there on only.
+The node's persistence code is the server's own: `MmapStore` (with its recovery) and the
+term/checkpoint files of `nodes.store.termfile`, written through `nodes.driver`; only
+the filesystem underneath is simulated (`nodes.sim.simfs`), so a power loss loses,
+reorders or tears what was not fsynced, as a real page cache can, and the store's
+recovery has to cope. Segment sizes are small and drawn per run, so writes cross files.
+
+Beside the store the disk keeps `log`, what the store holds as the simulator last saw it
+(kept up to date from the writes the driver carried out, and read back from the store
+after a restart), and `changed_from`, the lowest index changed since the invariants last
+looked, so log matching is checked on every change from there on only.
 """
 
 from __future__ import annotations
 
+import random
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from pathlib import Path
 
-from nodes.store.logstore import MAGIC_NORMAL, Entry
-from nodes.store.memstore import MemStore
+from nodes.logview import Append, StoreWrite
+from nodes.sim.simfs import LossMode, SimFileSystem
+from nodes.store.logstore import Entry
+from nodes.store.mmapstore import MmapStore
+from nodes.store.termfile import TermState, load_checkpoint, load_term
 
 UNCHANGED = sys.maxsize
+DIRECTORY = Path("/data")
 
 
-class TrackedStore(MemStore):
-    """A `MemStore` that remembers where its log last changed.
-
-    `changed_from` is the lowest index written (or restored by a power loss) since the
-    simulator last checked the log and set it back to `UNCHANGED`.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.changed_from = 0
-
-    def append_leader(self, term: int, body: bytes, magic: int = MAGIC_NORMAL) -> Entry:
-        self.changed_from = min(self.changed_from, len(self.entries))
-        return super().append_leader(term, body, magic)
-
-    def append_many(self, term: int, bodies: Sequence[bytes], magic: int = MAGIC_NORMAL) -> range:
-        self.changed_from = min(self.changed_from, len(self.entries))
-        return super().append_many(term, bodies, magic)
-
-    def append(self, entries: Sequence[Entry]) -> None:
-        self.changed_from = min(self.changed_from, len(self.entries))
-        super().append(entries)
-
-    def power_loss(self) -> None:
-        """Lose what was not flushed: what follows the flushed index may come back different."""
-        self.changed_from = min(self.changed_from, self.flushed_index + 1)
-        super().power_loss()
-
-
-@dataclass(slots=True)
 class SimDisk:
-    """What survives a node's crash: the store (minus unflushed writes on power loss) and term/vote."""
+    """One node's simulated filesystem, its store while the node runs, and the log it holds."""
 
-    store: TrackedStore = field(default_factory=TrackedStore)
-    term: int = 0
-    vote: str | None = None
-    flush_pending: bool = False
+    def __init__(self, data_segment_size: int, index_segment_size: int) -> None:
+        self.fs = SimFileSystem()
+        self.data_segment_size = data_segment_size
+        self.index_segment_size = index_segment_size
+        self.store: MmapStore | None = None
+        self.log: list[Entry] = []
+        self.changed_from = UNCHANGED
 
-    def persist(self, term: int, vote: str | None) -> None:
-        self.term, self.vote = term, vote
+    def open(self) -> tuple[MmapStore, TermState]:
+        """Start the node's persistence: recover the store, read term and vote."""
+        fs = self.fs
+        store = self.store = MmapStore(
+            DIRECTORY,
+            data_segment_size=self.data_segment_size,
+            index_segment_size=self.index_segment_size,
+            flush_interval_ms=None,
+            stable_index=load_checkpoint(DIRECTORY, fs=fs),
+            fs=fs,
+        )
+        recovered = store.get_range(0, store.end_index) if store.end_index >= 0 else []
+        old = self.log
+        same = next((i for i, (a, b) in enumerate(zip(old, recovered, strict=False)) if a != b),
+                    min(len(old), len(recovered)))
+        if same < len(old) or same < len(recovered):
+            self.changed_from = min(self.changed_from, same)
+        self.log = recovered
+        return store, load_term(DIRECTORY, fs=fs)
+
+    def applied(self, writes: list[StoreWrite]) -> None:
+        """The driver carried out `writes` on the store: follow them in `log`."""
+        log = self.log
+        for write in writes:
+            if isinstance(write, Append):
+                self.changed_from = min(self.changed_from, len(log))
+                log.extend(write.entries)
+            else:
+                del log[write.after + 1 :]
 
     def dirty(self) -> bool:
-        return self.store.flushed_index < self.store.end_index
+        """The store holds entries that are not durable yet."""
+        store = self.store
+        return store is not None and store.flushed_index < store.end_index
 
-    def power_loss(self) -> None:
-        self.store.power_loss()
+    def crash(self, power_loss: bool, rng: random.Random, mode: LossMode) -> None:
+        """The process dies; on a power loss the page cache is lost too (`mode`)."""
+        self.store = None
+        if power_loss:
+            self.fs.power_loss(rng, mode)
+        else:
+            self.fs.crash()

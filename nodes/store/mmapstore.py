@@ -115,7 +115,7 @@ class MmapStore:
         self._flushed = state.end_index  # recovery made everything durable
         self._flush_cap = state.end_index  # what the running flush may claim (see `_flush_once`)
         self._retired: list[Segment] = []  # truncated away, still mapped until no flush uses them
-        self._committed = -1
+        self._committed = min(stable_index, state.end_index)  # recovery kept at least that much
         self._tail: list[Entry] = []  # the latest entries written, `_tail[0]` at `_tail_first`
         self._tail_first = state.end_index + 1
         self._tail_bytes = 0

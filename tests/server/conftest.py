@@ -11,9 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
 
-from nodes.client import ClientError
 from tests.support.localcluster import LocalCluster
 
 SMALL_SEGMENTS = ("--segment-mb", "4")
@@ -32,12 +30,3 @@ def local_cluster(tmp_path: Path) -> Iterator[Callable[..., LocalCluster]]:
     yield start
     for cluster in clusters:
         cluster.close()
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll `predicate` (ClientError counts as False) until true; AssertionError naming `what`."""
-    @retry(stop=stop_after_delay(timeout), wait=wait_fixed(0.05), reraise=True,
-           retry=retry_if_exception_type((AssertionError, ClientError)))
-    def check() -> None:
-        assert predicate(), f"not yet: {what}"
-    check()

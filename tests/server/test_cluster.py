@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 
 import pytest
-from conftest import wait_until
 
 from nodes.client import Client, ClientError, IndeterminateFailure
 from nodes.payload import encode_payload, payload_id
 from tests.support.localcluster import LocalCluster
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.cluster
 

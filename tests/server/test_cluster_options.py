@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from conftest import wait_until
 
 from nodes.client import Client, DefiniteFailure
 from nodes.messages import ResponseCode
 from tests.support.localcluster import LocalCluster
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.cluster
 

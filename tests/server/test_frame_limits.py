@@ -12,7 +12,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import wait_until
 from test_cluster import node_commit
 
 from nodes.client import Client, DefiniteFailure
@@ -28,6 +27,7 @@ from nodes.store.mmapstore import MmapStore
 from nodes.store.termfile import TermState, save_term
 from nodes.wire import MAX_FRAME, FrameParser, encode_frame, frame_message, frame_room
 from tests.support.localcluster import LocalCluster
+from tests.support.waiting import wait_until
 
 # Segments larger than a frame (the wire limit binds), and DLedger's timing: on a busy machine,
 # 16 MiB entries can hold up a fast-profile leader past its 300 ms lease, so appends would

@@ -8,7 +8,6 @@ import struct
 import time
 
 import pytest
-from conftest import wait_until
 from test_cluster import committed_log, node_commit
 
 from nodes.clientapi import AppendRequest, GetRequest, LeadershipTransferRequest, MetadataRequest
@@ -16,6 +15,7 @@ from nodes.messages import VoteRequest
 from nodes.payload import encode_payload
 from nodes.protocol import PeerHello, wire_codec
 from nodes.wire import WIRE_VERSION, encode_frame
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.cluster
 

@@ -10,30 +10,39 @@ from functools import partial
 import pytest
 
 from nodes.coverage import RULES, UNREACHABLE
+from nodes.driver import apply_writes
+from nodes.logview import Append, StoreWrite, Truncate
 from nodes.sim.cluster import SimConfig, run_seed
 from nodes.sim.coverage import coverage_table
-from nodes.sim.disk import UNCHANGED, TrackedStore
+from nodes.sim.disk import UNCHANGED, SimDisk
 from nodes.sim.invariants import Invariants, Violation, check_log_matching, check_new_entries
 from nodes.store.logstore import Entry
+from nodes.store.mmapstore import MmapStore
 from tests.support.scripted import entries
 
 
-def test_the_store_remembers_the_lowest_index_written_or_restored() -> None:
-    store = TrackedStore()
-    assert store.changed_from == 0
-    store.append(entries(1, 1, 1))
+def _write(disk: SimDisk, store: MmapStore, *writes: StoreWrite) -> None:
+    apply_writes(store, list(writes))
+    disk.applied(list(writes))
+
+
+def test_the_disk_remembers_the_lowest_index_written_or_changed_by_a_power_loss() -> None:
+    disk = SimDisk(512, 320)
+    store, state = disk.open()
+    assert (state.term, disk.log, disk.changed_from) == (0, [], UNCHANGED)
+    _write(disk, store, Append(entries(1, 1, 1)))
     store.flush()
-    assert store.changed_from == 0
-    store.changed_from = UNCHANGED  # checked
-    store.truncate_after(0)
-    assert store.changed_from == UNCHANGED  # a truncation alone writes nothing
-    store.append([Entry(1, 2, b"new")])
-    store.append_leader(2, b"more")
-    store.append_many(2, [b"a", b"b"])
-    assert store.changed_from == 1
-    store.changed_from = UNCHANGED
-    store.power_loss()  # the flushed entries 1 and 2 come back
-    assert store.changed_from == 1 and [e.term for e in store.entries] == [1, 1, 1]
+    assert disk.changed_from == 0 and disk.log == store.get_range(0, 2)
+    disk.changed_from = UNCHANGED  # checked
+    _write(disk, store, Truncate(0))
+    assert disk.changed_from == UNCHANGED  # a truncation alone writes nothing
+    _write(disk, store, Append([Entry(1, 2, b"new"), Entry(2, 2, b"more")]))
+    assert disk.changed_from == 1
+    disk.changed_from = UNCHANGED
+    disk.crash(True, random.Random(1), "lose-unsynced")  # the flushed entries 1 and 2 come back
+    store, _state = disk.open()
+    assert disk.changed_from == 1 and [e.term for e in disk.log] == [1, 1, 1]
+    assert disk.log == store.get_range(0, store.end_index)
 
 
 def rewrite_tail(rng: random.Random, log: list[Entry], start: int, count: int, bump: float) -> None:
