@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: setup debootstrap test lint chaos image sim checker-service bench bench-store bench-node bench-failover bench-checker bench-harness bench-nemesis clean
+.PHONY: setup debootstrap chromium test lint chaos image sim checker-service bench bench-store bench-node bench-failover bench-checker bench-harness bench-nemesis clean
 
 setup: $(STAMP)
 
@@ -21,10 +21,15 @@ debootstrap:
 	@command -v debootstrap >/dev/null || [ -n "$(BASE_IMAGE)" ] || \
 		{ echo "installing debootstrap (builds the base image)"; apt-get update -qq && apt-get install -y -qq debootstrap; }
 
+# The browser tests (tests/browser) drive Debian's chromium headless: install it when missing.
+chromium:
+	@command -v chromium >/dev/null || \
+		{ echo "installing chromium (the browser tests drive it headless)"; apt-get update -qq && apt-get install -y -qq chromium; }
+
 lint: setup
 	$(VENV)/bin/ruff check nodes harness nemesis checkers tests bench
 
-test: setup lint debootstrap
+test: setup lint debootstrap chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 image: setup debootstrap

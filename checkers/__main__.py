@@ -5,7 +5,7 @@ import sys
 from nodes.cliparse import run_subcommands
 
 COMMANDS = {
-    "check": "checkers.check",
+    "check": "checkers.checkcli",
     "serve": "checkers.service",
 }
 

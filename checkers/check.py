@@ -1,14 +1,13 @@
-"""Check a results folder: durability and linearizability of the log, replicas, elections.
+"""Check results folders: durability and linearizability of the log, replicas, elections.
 
-Writes RESULTS_DIR/results.json, prints a verdict table, exits 0 valid, 1 invalid,
-2 unknown, 254 on bad arguments or a missing/malformed input file, 255 on internal error.
+`check` checks one folder and writes its results.json; `check_many` checks many in the same
+Spark jobs. The command line is `checkers.checkcli`; the checker service (`checkers.service`)
+calls these with its warm Spark session.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
 from functools import reduce
 from pathlib import Path
@@ -21,14 +20,11 @@ from checkers.anomalies import SUSPECT, collect_anomalies
 from checkers.elections import election_safety, load_events
 from checkers.finallogs import FinalLogs, load_final_logs
 from checkers.history import load_history
-from checkers.jsonlines import InputError
 from checkers.layout import ResultsDir
 from checkers.replicas import load_stores, replica_disagreement
-from checkers.service import add_place_arguments, check_folder
-from checkers.spark import master_url, session, shuffle_partitions_for, sql_conf
+from checkers.spark import session, shuffle_partitions_for, sql_conf
 from checkers.tables import Tables
-from checkers.verdict import INFORMATIONAL, decide, exit_code, table
-from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, non_negative
+from checkers.verdict import INFORMATIONAL, decide
 
 DEFAULT_WITNESSES = 10
 NEEDS_FINAL_LOG = ("lost", "index-mismatch", "realtime-reorder", "hole", "recovered")
@@ -171,49 +167,7 @@ def _undecidable(layout: ResultsDir, ends: dict[str, int]) -> tuple[dict[str, st
     return why, notes
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "results_dir",
-        type=Path,
-        metavar="RESULTS_DIR",
-        help="a results folder holding history.jsonl (results/<test>/<time>/)",
-    )
-    add_place_arguments(
-        parser, "checker service to use when it answers (default: $CHECKER_SOCKET, else the per-user one)"
-    )
-    parser.add_argument(
-        "--local", action="store_true", help="check in this process even when a checker service answers"
-    )
-    parser.add_argument(
-        "--witnesses",
-        type=non_negative,
-        default=DEFAULT_WITNESSES,
-        metavar="N",
-        help=f"witnesses kept per check (default {DEFAULT_WITNESSES})",
-    )
-
-
 def internal_error(e: Exception, master: str) -> str:
     """What went wrong, in one line: the message must say what happened, not only a JVM stack trace."""
     first = str(e).strip().splitlines()[0] if str(e).strip() else ""
     return f"internal error ({master}): {type(e).__name__}: {first}"
-
-
-def run(args: argparse.Namespace) -> int:
-    try:
-        result, checker = check_folder(
-            args.results_dir,
-            spark_master=args.spark_master,
-            witnesses=args.witnesses,
-            sock=args.socket,
-            local=args.local,
-        )
-    except InputError as e:
-        print(f"check: {e}", file=sys.stderr)
-        return EXIT_BAD_ARGS
-    except Exception as e:
-        print(f"check: {internal_error(e, master_url(args.spark_master))}", file=sys.stderr)
-        return EXIT_INTERNAL
-    print(table(result))
-    print(f"wrote {Path(args.results_dir) / 'results.json'} (checked by {checker})")
-    return exit_code(result["valid"])

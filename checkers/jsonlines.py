@@ -2,7 +2,7 @@
 
 The Spark loaders parse files in bulk and come here only to explain a problem: they ask for
 the first bad line, so a person gets `history.jsonl line 17: ...`, never a Spark stack trace.
-The pure-Python reference checker reads everything through here.
+The pure-Python reference checker, the report and the fault log read everything through here.
 """
 
 from __future__ import annotations
@@ -68,6 +68,12 @@ def iter_jsonl(path: Path, validate: Validator) -> Iterator[tuple[int, Any]]:
             if problem:
                 raise InputError(f"{path} line {number}: {problem}: {_clip(raw)}")
             yield number, record
+
+
+def records(path: Path, validate: Validator) -> Iterator[Any]:
+    """The records of `path` as `iter_jsonl` reads them, without their line numbers."""
+    for _, record in iter_jsonl(path, validate):
+        yield record
 
 
 def _clip(raw: bytes) -> str:

@@ -33,7 +33,7 @@ class ResultsDir:
             raise InputError(f"{path}: not a directory (pass a results folder holding history.jsonl)")
         if not (path / "history.jsonl").is_file():
             raise InputError(f"{path / 'history.jsonl'}: missing; is {path} a results folder?")
-        test = _read_test_json(path / "test.json")
+        test = read_json_object(path / "test.json")
         notes: list[str] = []
         if test is None:
             notes.append(f"no test.json: read mode taken as {DEFAULT_READ_MODE}")
@@ -85,16 +85,18 @@ class ResultsDir:
         return missing + ["?"] * max(0, unnamed)
 
 
-def _read_test_json(path: Path) -> dict[str, Any] | None:
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """The object a JSON file of the folder holds (test.json, results.json); None when the file
+    is missing, InputError when it is not one JSON object."""
     if not path.is_file():
         return None
     try:
-        test = json.loads(path.read_text())
+        found = json.loads(path.read_text())
     except ValueError as e:
         raise InputError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(test, dict):
+    if not isinstance(found, dict):
         raise InputError(f"{path}: must hold a JSON object")
-    return test
+    return found
 
 
 def _declared_nodes(test: dict[str, Any]) -> tuple[tuple[str, ...], int | None]:

@@ -1,15 +1,25 @@
-"""`report.html`: the verdict, anomalies with witnesses, plots and the nemesis timeline of one run."""
+"""`report.html`: one run's verdict in plain words, the checks with each anomaly's witnesses laid
+out, what the faults did, and the plots, in one self-contained file (checkers/templates/).
+
+It renders a verdict (the one just computed, else results.json) and never re-checks: it reads
+test.json, the history once through the checker's reader (`checkers.jsonlines`), the nodes'
+events and, for the log indexes witnesses name, the final logs.
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
+from jinja2 import ChainableUndefined, Environment, PackageLoader
 
-from checkers.plots import write_plots
-from checkers.timeline import build_timeline
+from checkers.jsonlines import InputError, history_line_problem, records
+from checkers.layout import ResultsDir, read_json_object
+from checkers.nodeseries import NodeSeries, read_node_series
+from checkers.optimeline import write_timeline
+from checkers.plots import draw_plots
+from checkers.timeline import timeline_of
+from checkers.witnesses import HISTORY_KEYS, HistoryLookup, final_entries, log_indexes, named, witness_views
 
 ABOUT = {
     "lost": "an acknowledged append, or an entry an ok read saw, missing from the final log",
@@ -27,7 +37,8 @@ ABOUT = {
     "election-safety": "two leaders in one term",
     "recovered": "indeterminate appends that did land (not an error)",
 }
-VERDICT = {True: ("valid", "valid"), False: ("invalid", "invalid"), "unknown": ("unknown", "unknown")}
+WORDS = {True: "valid", False: "invalid", "unknown": "unknown"}
+ORDER = ("invalid", "unknown", "allowed", "valid", "info")  # how the checks table is sorted
 SUMMARY_KEYS = (
     "nodes",
     "time_limit",
@@ -46,60 +57,123 @@ SUMMARY_KEYS = (
 )
 
 
-def _load(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+def load_results(run_dir: Path) -> dict[str, Any] | None:
+    """results.json of `run_dir`, None when the run was never checked; InputError when malformed."""
+    results = read_json_object(run_dir / "results.json")
+    if results is None:
+        return None
+    valid = results.get("valid")
+    if not (isinstance(valid, bool) or valid == "unknown") or not isinstance(results.get("checks"), dict):
+        raise InputError(f"{run_dir / 'results.json'}: needs `valid` (true, false or \"unknown\"), `checks`")
+    return results
 
 
-def _check_rows(checks: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    rows = []
-    for name, check in checks.items():
-        css, word = VERDICT.get(check.get("valid"), VERDICT["unknown"])
-        if name == "recovered":
-            css, word = "valid", "info"
-        rows.append(
-            {
-                "name": name,
-                "css": css,
-                "word": word,
-                "count": check.get("count", 0),
-                "about": ABOUT.get(name, ""),
-                "note": check.get("note"),
-                "witnesses": [json.dumps(w, indent=2, sort_keys=True) for w in check.get("witnesses", [])],
-            }
-        )
-    order = {"invalid": 0, "unknown": 1, "valid": 2}
-    return sorted(rows, key=lambda r: (order[r["css"]], r["name"]))
+def write_report(run_dir: Path, results: dict[str, Any] | None = None) -> Path:
+    """Write `report.html` and the plots' PNG files into `run_dir`, from `results` or else from
+    its results.json; returns the report's path. InputError names a missing or malformed input.
+    """
+    layout = ResultsDir.open(run_dir)
+    test = read_json_object(layout.path / "test.json") or {}
+    if results is None:
+        results = load_results(layout.path)
+    checks: dict[str, dict[str, Any]] = (results or {}).get("checks", {})
+    lookup = HistoryLookup(named([c.get("witnesses", []) for c in checks.values()], HISTORY_KEYS))
+    timeline = timeline_of(lookup.watch(records(layout.history, history_line_problem)), test.get("faults"))
+    series, series_note = _node_series(layout, test)
+    finals = layout.final_logs()
+    wanted = {i for c in checks.values() for w in c.get("witnesses", []) for i in log_indexes(w)}
+    entries = final_entries(finals, wanted)
+    views = {name: witness_views(name, c.get("witnesses", []), lookup, entries, series)
+             for name, c in checks.items()}
+    html = _environment().get_template("report.html.j2").render(
+        test=test,
+        run_dir=str(layout.path),
+        verdict=_verdict(results, layout.linearizable_reads),
+        summary=_summary(test, results),
+        notes=(results or {}).get("notes", []),
+        checks=_check_rows(checks, views),
+        final_nodes=sorted(finals),
+        plots=draw_plots(timeline, series, layout.path),
+        plot_notes=[series_note] if series_note else [],
+        nemesis_ops=timeline.nemesis_ops,
+        fault_log=test.get("fault_log"),
+        fault_log_error=test.get("fault_log_error"),
+        stats=(results or {}).get("stats", {}),
+    )
+    out = layout.path / "report.html"
+    out.write_text(html, encoding="utf-8")
+    write_timeline(layout.path)  # after the report: the timeline links back to it
+    return out
 
 
-def write_report(run_dir: Path) -> Path:
-    """Write `report.html` and its plots into `run_dir`; returns the report's path."""
-    test = _load(run_dir / "test.json")
-    results = _load(run_dir / "results.json")
-    history = run_dir / "history.jsonl"
-    timeline = build_timeline(history, test.get("faults")) if history.exists() else None
-    plots = write_plots(timeline, run_dir) if timeline else []
-    css, word = VERDICT.get(results.get("valid"), VERDICT["unknown"])
-    if not results:
-        word = "not checked"
+def _environment() -> Environment:
+    # autoescape always: select_autoescape() goes by the name's ending, which is .j2 here
+    return Environment(loader=PackageLoader("checkers"), autoescape=True,
+                       undefined=ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def _node_series(layout: ResultsDir, test: dict[str, Any]) -> tuple[NodeSeries | None, str | None]:
+    """The nodes' events on the history's time line, or why there are none (for the leader and
+    commit-index plots)."""
+    logs = layout.event_logs()
+    if not logs:
+        return None, "No leader or commit-index plot: the folder has no nodes/<node>/events.jsonl."
+    wall = test.get("history_wall_ns")
+    if not isinstance(wall, int):
+        return None, ("No leader or commit-index plot: test.json has no history_wall_ns, so the "
+                      "nodes' events cannot be placed on the history's time line.")
+    series = read_node_series(logs, wall)
+    if series.unplaced:
+        return series, f"{series.unplaced} node event line(s) without real_ns could not be placed: left out."
+    return series, None
+
+
+def _verdict(results: dict[str, Any] | None, linearizable: bool) -> dict[str, Any]:
+    """What the plain-words verdict at the top of the report says."""
+    if results is None:
+        return {"css": "unknown", "word": "not checked"}
+    checks = results["checks"]
+    stats = results.get("stats", {})
+    return {
+        "css": WORDS[results["valid"]],
+        "word": WORDS[results["valid"]],
+        "failed": [(n, c["count"]) for n, c in checks.items() if c["valid"] is False],
+        "undecided": [(n, c.get("note", "")) for n, c in checks.items() if c["valid"] == "unknown"],
+        "allowed": [(n, c["count"]) for n, c in checks.items() if _state(c) == "allowed"],
+        "appends": stats.get("append_ops"),
+        "reads": stats.get("read_ops"),
+        "read_mode": results.get("read_mode"),
+        "linearizable": linearizable,
+    }
+
+
+def _summary(test: dict[str, Any], results: dict[str, Any] | None) -> list[tuple[str, Any]]:
     summary = [(k.replace("_", " "), test[k]) for k in SUMMARY_KEYS if k in test]
-    outcomes = (results.get("stats") or {}).get("outcomes")
+    outcomes = ((results or {}).get("stats") or {}).get("outcomes")
     if outcomes:
         summary.append(("client outcomes", outcomes))
-    env = Environment(loader=PackageLoader("checkers"), autoescape=select_autoescape())
-    html = env.get_template("report.html.j2").render(
-        test=test,
-        run_dir=str(run_dir),
-        verdict_class=css,
-        verdict_word=word,
-        summary=summary,
-        reproduce=test.get("reproduce"),
-        notes=results.get("notes", []),
-        checks=_check_rows(results.get("checks", {})),
-        plots=plots,
-        nemesis_ops=timeline.nemesis_ops if timeline else [],
-        fault_log=test.get("fault_log"),
-        stats=json.dumps(results.get("stats", {}), indent=2, sort_keys=True),
-    )
-    out = run_dir / "report.html"
-    out.write_text(html, encoding="utf-8")
-    return out
+    return summary
+
+
+def _state(check: dict[str, Any]) -> str:
+    """invalid, unknown, allowed (by the read mode), info (not an error) or valid."""
+    if check.get("informational"):
+        return "info"
+    if check.get("allowed_by_read_mode") and check.get("count"):
+        return "allowed"
+    return WORDS[check["valid"]]
+
+
+def _check_rows(checks: dict[str, dict[str, Any]], views: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    rows = [
+        {
+            "name": name,
+            "state": _state(check),
+            "count": check.get("count", 0),
+            "about": ABOUT.get(name, ""),
+            "note": check.get("note"),
+            "views": views[name],
+        }
+        for name, check in checks.items()
+    ]
+    return sorted(rows, key=lambda r: (ORDER.index(r["state"]), r["name"]))

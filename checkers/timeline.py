@@ -1,15 +1,18 @@
 """A run's timeline for people: client op latencies and nemesis fault periods, read from a history.
 
-Streams `history.jsonl` once. Raw latency points are thinned to a fixed budget so very long
-histories plot in bounded memory; rates and quantiles use every op.
+Streams `history.jsonl` once, through the checker's reader (`checkers.jsonlines`). Raw
+latency points are thinned to a fixed budget so very long histories plot in bounded memory;
+rates and quantiles use every op.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from checkers.jsonlines import history_line_problem, records
+from checkers.thinning import Thinned
 
 SECOND_NS = 1_000_000_000
 
@@ -39,20 +42,15 @@ class Timeline:
     end: float = 0.0
 
 
-def read_ops(path: Path) -> Iterator[dict]:
-    """History lines as dicts; a torn last line (a run killed mid-write) is skipped."""
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
-                if lines.readline():
-                    raise ValueError(f"{path}:{number}: not a JSON line") from None
-
-
 def build_timeline(path: Path, vocabulary: dict[str, dict] | None = None, max_points: int = 100_000
                    ) -> Timeline:
-    """Read `path` into a Timeline, keeping at most about `max_points` raw latency points.
+    """Read history file `path` into a Timeline (see `timeline_of`); InputError on a malformed line."""
+    return timeline_of(records(path, history_line_problem), vocabulary, max_points)
+
+
+def timeline_of(ops: Iterable[dict], vocabulary: dict[str, dict] | None = None, max_points: int = 100_000
+                ) -> Timeline:
+    """The Timeline of history lines `ops`, keeping about `max_points` raw latency points.
 
     `vocabulary` is test.json's `"faults"` ({family: {"start", "stop", "label"}}); a run
     recorded without one is read with the catalogue's vocabulary of every family.
@@ -61,11 +59,11 @@ def build_timeline(path: Path, vocabulary: dict[str, dict] | None = None, max_po
         from nemesis import catalogue
 
         vocabulary = catalogue.vocabulary(list(catalogue.FAMILIES))
-    faults = _Faults(vocabulary)
+    faults = FaultPairing(vocabulary)
     timeline = Timeline()
+    points: Thinned[tuple[float, float, str, str]] = Thinned(max_points)
     invoked: dict[object, dict] = {}
-    stride, seen = 1, 0
-    for op in read_ops(path):
+    for op in ops:
         t = op["time"] / SECOND_NS
         timeline.end = max(timeline.end, t)
         if op["process"] == "nemesis":
@@ -84,17 +82,13 @@ def build_timeline(path: Path, vocabulary: dict[str, dict] | None = None, max_po
         counts[key] = counts.get(key, 0) + 1
         if op["type"] == "ok":
             timeline.ok_latencies.setdefault(op["f"], {}).setdefault(int(t0), []).append(latency_ms)
-        seen += 1
-        if seen % stride == 0:
-            timeline.points.append((t0, latency_ms, op["f"], op["type"]))
-            if len(timeline.points) >= 2 * max_points:
-                timeline.points = timeline.points[::2]
-                stride *= 2
+        points.add((t0, latency_ms, op["f"], op["type"]))
+    timeline.points = points.items
     faults.finish(timeline)
     return timeline
 
 
-class _Faults:
+class FaultPairing:
     """Pairs nemesis ops into fault periods by the run's fault vocabulary."""
 
     def __init__(self, vocabulary: dict[str, dict]) -> None:

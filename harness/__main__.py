@@ -11,6 +11,8 @@ COMMANDS = {
     "clean": "harness.clean",
     "run": "harness.run",
     "faults": "harness.faults",
+    "serve": "harness.serve",
+    "report": "harness.report",
 }
 
 

@@ -176,9 +176,11 @@ def _rounded(value: float | None) -> float | None:
 def run_fault_log(run_dir: Path, vocabulary: dict[str, dict[str, Any]], wall_start_ns: int) -> dict[str, Any]:
     """The fault log of a results folder: history.jsonl streamed, nodes/*/events.jsonl read.
 
-    ValueError names a line that is not JSON (a torn last line is skipped).
+    ValueError (checkers.jsonlines.InputError) names a malformed line (a torn last line is skipped).
     """
-    from checkers.timeline import read_ops
+    from checkers.jsonlines import event_line_problem, history_line_problem, records
 
-    events = [e for path in sorted(run_dir.glob("nodes/*/events.jsonl")) for e in read_ops(path)]
-    return fault_log(read_ops(run_dir / "history.jsonl"), vocabulary, events, wall_start_ns)
+    paths = sorted(run_dir.glob("nodes/*/events.jsonl"))
+    events = [e for path in paths for e in records(path, event_line_problem)]
+    history = records(run_dir / "history.jsonl", history_line_problem)
+    return fault_log(history, vocabulary, events, wall_start_ns)

@@ -1,4 +1,4 @@
-"""Settings every test shares."""
+"""Settings and fixtures every test shares."""
 
 from __future__ import annotations
 
@@ -6,7 +6,19 @@ import os
 import tempfile
 from pathlib import Path
 
+import pytest
+
 # A checker service a developer left running must not check the tests' folders: the tests
 # point the default socket at a folder nobody creates; those that want a service start
 # their own on a socket of their own.
 os.environ["CHECKER_SOCKET"] = str(Path(tempfile.gettempdir()) / "no-checker-service" / f"{os.getpid()}.sock")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for every test that checks folders in this process."""
+    from checkers.spark import session
+
+    spark = session("local[2]", shuffle_partitions=2)
+    yield spark
+    spark.stop()

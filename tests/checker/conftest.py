@@ -1,4 +1,5 @@
-"""One SparkSession and one batch check of every test folder, shared by the checker tests.
+"""One batch check of every test folder, shared by the checker tests (on the `spark` session
+of tests/conftest.py).
 
 Starting Spark and compiling its queries costs seconds, so every folder in `cases.build`
 is checked in a single `check_many` call (one Spark job per check for all of them).
@@ -12,15 +13,6 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-
-
-@pytest.fixture(scope="session")
-def spark():
-    from checkers.spark import session
-
-    spark = session("local[2]", shuffle_partitions=2)
-    yield spark
-    spark.stop()
 
 
 @pytest.fixture(scope="session")
