@@ -1,4 +1,5 @@
-"""`python -m harness COMMAND`: build images, run chaos tests against containers, list faults, clean up."""
+"""`python -m harness COMMAND`: build images, run chaos tests against containers, list faults,
+re-render a run's report, serve the results folder, clean up."""
 
 import sys
 import traceback

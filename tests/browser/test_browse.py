@@ -30,6 +30,11 @@ def test_index_report_and_timeline_of_an_invalid_run(results_folder, tab: Tab):
         row.locator("a.report").click()
         witness = page.locator("#witness-lost-1")
         expect(witness).to_be_visible()
+        for plot in ("latency-raw", "latency-quantiles", "rate", "leaders", "commit-index"):
+            img = page.locator(f"#plot-{plot} img")
+            img.scroll_into_view_if_needed()
+            expect(img).to_be_visible()
+            assert img.evaluate("i => i.complete && i.naturalWidth > 0"), f"the {plot} plot did not load"
         page.screenshot(path=shots / "screenshot-report.png", full_page=True)
 
         witness.locator('a[href^="timeline.html#t="]').first.click()
