@@ -51,6 +51,11 @@ RULES: dict[str, str] = {
 UNREACHABLE: dict[str, str] = {
     "vote.reject.unknown-leader": "the simulator's messages name members only; tests/core covers it",
     "vote.reject.unexpected-leader": "no node sends itself a vote request; tests/core covers it",
+    "vote.reject.term-small-than-ledger": (
+        "a voter's term is never below its last entry's term (entries come only from leaders of "
+        "its own term, and the term is fsynced first); it takes a term file that lost an update, "
+        "as DLedger's un-fsynced one can; tests/core covers it"
+    ),
 }
 
 hits: Counter[str] = Counter()

@@ -46,6 +46,9 @@ from nodes.timing import timing_profile
 SEGMENT_SIZES = ((512, 320), (4096, 4096), (65536, 32768))  # (data, index) file sizes, drawn per run
 BATCH_SIZES = (1, 1, 2, 3, 8, 64, 1024)  # max entries per push, drawn per run
 INFLIGHT = (1, 2, 4)  # max unacknowledged pushes per follower, drawn per run
+APPEND_TIMEOUTS = (2000.0, 400.0, 100.0)  # ms, drawn per run
+READ_TIMEOUTS = (1000.0, 150.0, 40.0)
+TRANSFER_TIMEOUTS = (1000.0, 100.0)
 SLOW_FSYNC_SHARE = 0.02
 
 TICK, DELIVER, FLUSH, CLIENT, CLIENT_TIMEOUT, FAULT, FAULT_END, RESTART, PROBE, LEADER_CRASH = range(10)
@@ -130,10 +133,14 @@ class Simulation:
         lease_guard = config.lease_guard if config.lease_guard is not None else rng.random() < 0.5
         # push batches and pipelining vary per run (down to one entry per push, one in flight),
         # so a new leader's no-op does not always travel with the older entries (Figure 8)
+        # and so do the client-facing timeouts, short enough in some runs to fire under faults
         timing = dataclasses.replace(
             timing_profile(config.profile),
             max_batch_entries=rng.choice(BATCH_SIZES),
             max_inflight_pushes=rng.choice(INFLIGHT),
+            append_timeout_ms=rng.choice(APPEND_TIMEOUTS),
+            read_timeout_ms=rng.choice(READ_TIMEOUTS),
+            transfer_timeout_ms=rng.choice(TRANSFER_TIMEOUTS),
         )
         self.core_config = CoreConfig(timing, config.flush, lease_guard)
         # each node's disk has its own speed, and every fsync its own time with slow outliers
