@@ -172,10 +172,12 @@ class Core:
         # candidate
         self._known_max_term = term
         self._increase_term_now = False
-        # We differ: a node that voted for itself in its persisted term may have led it and
-        # lost unflushed entries of that term; it must not lead that term again, so its
-        # first round raises the term (DLedger would re-campaign in the same term).
-        self._last_parse = ParseResult.WAIT_TO_VOTE_NEXT if vote == node_id else ParseResult.WAIT_TO_REVOTE
+        # We differ: a node that voted in its persisted term may have led it (with its own
+        # vote, or without it: a candidate that had voted for another can still win the
+        # others' votes) and lost unflushed entries of that term; it must not lead that term
+        # again, so its first round raises the term (DLedger would re-campaign in the same
+        # term). A node with no vote in its term never took part in a round of it.
+        self._last_parse = ParseResult.WAIT_TO_VOTE_NEXT if vote is not None else ParseResult.WAIT_TO_REVOTE
         self._next_vote_at = now
         self._round: VoteRound | None = None
         self._taking: TakeLeadership | None = None
@@ -214,7 +216,7 @@ class Core:
         self._now = now
         if self._taking is not None and now >= self._taking.deadline:
             self._taking = None
-        if self._transfer is not None and now >= self._transfer.deadline:
+        if self._transfer is not None and self._transfer.expired(now):
             hit("transfer.timeout")
             self._finish_transfer(ResponseCode.TIMEOUT)
         if self.role is Role.LEADER:
@@ -281,7 +283,7 @@ class Core:
             if not self.config.lease_guard:
                 self._reply_read(request_id, ResponseCode.UNSUPPORTED)
                 return
-            if self._lease_valid() and self._term_committed():
+            if self._lease_covers_read():
                 self._complete_read(request_id, first, last)
                 return
             hit("lease.read-waits")
@@ -589,7 +591,7 @@ class Core:
         return self.role is Role.LEADER and term == self.term
 
     def _leader_tick(self, now: float) -> None:
-        if now - self._confirm.confirmed_at > self.timing.leader_lost_ms:
+        if self._lost_quorum_contact(now):
             hit("lease.expired-step-down")
             self._become_candidate(self.term)  # lost quorum contact
             return
@@ -600,6 +602,10 @@ class Core:
             self._next_preferred_check = now + self.timing.preferred_check_ms
             self._check_preferred(now)
         self._replicate()
+
+    def _lost_quorum_contact(self, now: float) -> bool:
+        """Whether no heartbeat round a quorum acknowledged went out within `leader_lost_ms`."""
+        return now - self._confirm.confirmed_at > self.timing.leader_lost_ms
 
     # ---- replication -----------------------------------------------------------------
 
@@ -708,6 +714,11 @@ class Core:
         return None
 
     def _expire_clients(self, now: float) -> None:
+        self._expire_appends(now)
+        self._expire_reads(now)
+
+    def _expire_appends(self, now: float) -> None:
+        """Answer WAIT_QUORUM_ACK_TIMEOUT to the appends not committed by their deadline."""
         pending = self._pending
         while pending and pending[0].deadline <= now:
             p = pending.popleft()
@@ -718,6 +729,9 @@ class Core:
                     ResponseCode.WAIT_QUORUM_ACK_TIMEOUT, self.term, p.first, p.last, self.node_id
                 ),
             )
+
+    def _expire_reads(self, now: float) -> None:
+        """Answer TIMEOUT to the reads no leadership check confirmed by their deadline."""
         if self._reads:
             waiting = []
             for r in self._reads:
@@ -731,6 +745,11 @@ class Core:
     def _term_committed(self) -> bool:
         return self.commit_index >= self._term_start
 
+    def _lease_covers_read(self) -> bool:
+        """Whether a lease read may be served now, without a heartbeat round: the lease holds
+        and the leader's own term has committed (so the commit index is the cluster's)."""
+        return self._lease_valid() and self._term_committed()
+
     def _lease_valid(self) -> bool:
         t = self.timing
         return (
@@ -741,10 +760,9 @@ class Core:
     def _serve_reads(self) -> None:
         if not self._reads or not self._term_committed():
             return
-        confirmed = self._confirm.confirmed_seq
         waiting = []
         for r in self._reads:
-            if r.need_seq <= confirmed:
+            if self._confirm.confirms(r.need_seq):
                 hit("read-index.confirmed")
                 self._complete_read(r.request_id, r.first, r.last)
             else:

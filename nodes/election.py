@@ -71,8 +71,13 @@ def judge_vote(req: VoteRequest, view: VoterView, self_vote: bool = False) -> Vo
     """
     result, rule = _judge(req, view, self_vote)
     if result is not VoteResult.ACCEPT and not self_vote:
-        hit(rule or "vote.reject." + result.name.removeprefix("REJECT_").lower().replace("_", "-"))
+        hit(rule or reject_rule(result))
     return result
+
+
+def reject_rule(result: VoteResult) -> str:
+    """The coverage rule (`nodes.coverage.RULES`) a rejection counts under: its code's own name."""
+    return "vote.reject." + result.name.removeprefix("REJECT_").lower().replace("_", "-")
 
 
 def _judge(req: VoteRequest, view: VoterView, self_vote: bool) -> tuple[VoteResult, str | None]:

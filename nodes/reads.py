@@ -72,6 +72,10 @@ class Confirmations:
                 self.inconsistent += 1
         return self.confirmed_seq > before
 
+    def confirms(self, seq: int) -> bool:
+        """Whether a quorum acknowledged round `seq` or a later one (the leader led when it went out)."""
+        return seq <= self.confirmed_seq
+
     @property
     def round_complete(self) -> bool:
         return self.answered >= len(self._acked)

@@ -34,6 +34,12 @@ def commits_by_counting(entry_term: int, term: int) -> bool:
     return entry_term == term
 
 
+def step_back(compare_index: int, hint_index: int, match_index: int) -> int:
+    """Where to compare next after a mismatch at `compare_index`: the follower's hint, at
+    least one entry back, but never below what the follower acknowledged (`match_index`)."""
+    return max(min(hint_index, compare_index - 1), match_index)
+
+
 def quorum_index(indexes: list[int], quorum: int) -> int:
     """The highest index held by at least `quorum` members (the median for odd clusters)."""
     return sorted(indexes, reverse=True)[quorum - 1]
@@ -50,7 +56,9 @@ class Dispatcher:
     """The leader's replication state machine for one follower."""
 
     __slots__ = (
+        "_above",
         "_epoch",
+        "_floor",
         "_inflight",
         "_match_seq",
         "_retry_at",
@@ -81,11 +89,14 @@ class Dispatcher:
         self._epoch = 0
         self._sent_commit = -1
         self._sent_commit_at = now
+        self._floor: int | None = None  # in COMPARE: the highest index known to match
+        self._above: int | None = None  # in COMPARE: the lowest index known not to match
 
     def _reset(self, now: float, compare_index: int, retry_ms: float) -> None:
         """Back to COMPARE at `compare_index`, sending no sooner than `retry_ms` from now."""
         self.state = PushType.COMPARE
         self.compare_index = compare_index
+        self._floor = self._above = None
         self._inflight.clear()
         self._wait_seq = -1
         self._retry_at = now + retry_ms
@@ -116,7 +127,7 @@ class Dispatcher:
             )
             return
         inflight = self._inflight
-        if inflight and now - inflight[0].sent_at >= timing.push_timeout_ms:
+        if self._oldest_timed_out(now, timing):
             hit("push.resend-timeout")
             inflight.clear()  # resend everything not acknowledged, from the match index
             self.next_index = self.match_index + 1
@@ -146,6 +157,47 @@ class Dispatcher:
             send(self.peer, PushRequest(term, leader, next_seq(), PushType.COMMIT, -1, -1, commit, []))
             self._sent_commit, self._sent_commit_at = commit, now
 
+    def _oldest_timed_out(self, now: float, timing: Timing) -> bool:
+        """Whether the oldest unacknowledged push waited `push_timeout_ms` (it or its answer was lost)."""
+        inflight = self._inflight
+        return bool(inflight) and now - inflight[0].sent_at >= timing.push_timeout_ms
+
+    def _narrow(self, follower_end: int, seq: int) -> None:
+        """After a compare: look between the highest index known to match (`_floor`) and the
+        lowest known not to (`_above`) until they are adjacent, then TRUNCATE the follower's
+        log after the highest match, or APPEND from there when it holds nothing beyond.
+
+        The follower's hint steps back a whole term, possibly below entries that still agree
+        with ours (some of them committed): cutting there would remove committed entries
+        from a majority. So, like DLedger's one-by-one compare, we truncate only after the
+        highest match (by log matching, everything after it conflicts), found by halving.
+        """
+        floor, above = self._floor, self._above
+        assert floor is not None
+        if above is not None and floor + 1 < above and follower_end > floor:
+            self.compare_index = (floor + above) // 2
+        elif follower_end > floor:
+            self.state, self.compare_index = PushType.TRUNCATE, floor
+            self._floor = self._above = None
+        else:
+            self._append_from(floor + 1, seq)
+
+    def _append_from(self, index: int, seq: int) -> None:
+        self.state = PushType.APPEND
+        self.next_index = index
+        self._epoch = seq
+        self._floor = self._above = None
+
+    def _lost_acknowledged(self, resp: PushResponse) -> bool:
+        """Whether the follower's log now ends below what it acknowledged before this answer."""
+        return resp.end_index < self.match_index and resp.seq > self._match_seq
+
+    def _forgot_match(self, resp: PushResponse) -> bool:
+        """Whether a COMMIT answer says the follower no longer knows how far it matches (it
+        restarted), while nothing in flight would tell it."""
+        return (resp.code is ResponseCode.SUCCESS and resp.match_index < self.match_index
+                and resp.seq > self._match_seq and not self._inflight)
+
     def on_response(self, resp: PushResponse, now: float, store: ReadableLog, timing: Timing) -> bool:
         """Take one answer of this term; True when the match index advanced."""
         self.last_ack_at = now
@@ -153,7 +205,7 @@ class Dispatcher:
         if resp.code is ResponseCode.SUCCESS and resp.match_index > self.match_index:
             self.match_index, self._match_seq = resp.match_index, resp.seq
             advanced = True
-        elif resp.end_index < self.match_index and resp.seq > self._match_seq:
+        elif self._lost_acknowledged(resp):
             # The follower lost entries it had acknowledged (power loss under async flush):
             # what it matches is unknown again.
             hit("push.follower-lost-entries")
@@ -161,8 +213,7 @@ class Dispatcher:
             self._reset(now, min(resp.end_index, store.end_index), 0.0)
             return False
         if resp.type is PushType.COMMIT:
-            if (resp.code is ResponseCode.SUCCESS and resp.match_index < self.match_index
-                    and resp.seq > self._match_seq and not self._inflight):
+            if self._forgot_match(resp):
                 # The follower restarted and no longer knows that its log matches ours, so it
                 # cannot learn the commit index: compare again (nothing else would, when idle).
                 hit("push.restarted-follower")
@@ -174,16 +225,20 @@ class Dispatcher:
             self._wait_seq = -1
             if resp.code is ResponseCode.INCONSISTENT_STATE:
                 hit("push.leader.step-back")
-                # never below the match index: what the follower acknowledged stays
-                self.compare_index = max(min(resp.hint_index, self.compare_index - 1), self.match_index)
+                above = self._above
+                self._above = self.compare_index if above is None else min(above, self.compare_index)
+                if self._floor is None:
+                    # never below the match index: what the follower acknowledged stays
+                    self.compare_index = step_back(self.compare_index, resp.hint_index, self.match_index)
+                else:
+                    self._narrow(resp.end_index, resp.seq)
             elif resp.code is not ResponseCode.SUCCESS:
                 self._reset(now, store.end_index, timing.push_retry_ms)
-            elif self.state is PushType.COMPARE and resp.end_index > resp.match_index:
-                self.state = PushType.TRUNCATE
-            else:
-                self.state = PushType.APPEND
-                self.next_index = resp.match_index + 1
-                self._epoch = resp.seq
+            elif self.state is PushType.COMPARE:
+                self._floor = resp.match_index if self._floor is None else max(self._floor, resp.match_index)
+                self._narrow(resp.end_index, resp.seq)
+            else:  # truncated: stream from there
+                self._append_from(resp.match_index + 1, resp.seq)
             return advanced
         inflight = self._inflight
         while inflight and inflight[0].last <= self.match_index:
@@ -252,24 +307,27 @@ def handle_push(store: LogView, req: PushRequest, commit: int, verified: int) ->
     entries: list[Entry] = req.entries
     if not entries:
         return PushOutcome(ResponseCode.SUCCESS, req.index, -1)
-    end = store.end_index
-    if entries[0].index <= end:
-        k = 0
-        while (
-            k < len(entries)
-            and entries[k].index <= end
-            and store.term_at(entries[k].index) == entries[k].term
-        ):
-            k += 1
-        if k:
-            hit("push.append.overlap-skip")
-        if k < len(entries) and entries[k].index <= end:
-            hit("push.append.conflict-repair")
-            _truncate(store, entries[k].index - 1, commit)
-        entries = entries[k:]
+    held = _held(store, entries)
+    if held:
+        hit("push.append.overlap-skip")
+    entries = entries[held:]
+    if entries and entries[0].index <= store.end_index:
+        hit("push.append.conflict-repair")
+        _truncate(store, entries[0].index - 1, commit)
     if entries:
         store.append(entries)
     return PushOutcome(ResponseCode.SUCCESS, req.entries[-1].index, -1)
+
+
+def _held(store: ReadableLog, entries: list[Entry]) -> int:
+    """How many of the pushed `entries`, from the first, the follower already holds (same
+    index and term): those are skipped, and the first one it holds in another term starts
+    the conflict its log is cut at."""
+    end = store.end_index
+    k = 0
+    while k < len(entries) and entries[k].index <= end and store.term_at(entries[k].index) == entries[k].term:
+        k += 1
+    return k
 
 
 def _truncate(store: LogView, after: int, commit: int) -> None:

@@ -25,6 +25,10 @@ class LeaderTransfer:
     deadline: float
     notified: bool = False
 
+    def expired(self, now: float) -> bool:
+        """Whether the transfer ran out of time (the leader then gives up and takes appends again)."""
+        return now >= self.deadline
+
 
 @dataclass(slots=True)
 class TakeLeadership:

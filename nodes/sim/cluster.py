@@ -24,6 +24,7 @@ from nodes import coverage
 from nodes.core import Core, CoreConfig, Ready
 from nodes.driver import Driver
 from nodes.election import Role
+from nodes.logview import Truncate
 from nodes.messages import (
     AppendResponse,
     ClientResponse,
@@ -38,7 +39,6 @@ from nodes.sim.disk import DIRECTORY, UNCHANGED, SimDisk
 from nodes.sim.faults import FAULTS, Undo, start_fault
 from nodes.sim.invariants import Invariants, Violation, check_log_matching
 from nodes.sim.network import Network
-from nodes.sim.simfs import LOSS_MODES
 from nodes.sim.trace import Trace
 from nodes.store.logstore import Entry, StoreError
 from nodes.timing import timing_profile
@@ -49,9 +49,14 @@ INFLIGHT = (1, 2, 4)  # max unacknowledged pushes per follower, drawn per run
 APPEND_TIMEOUTS = (2000.0, 400.0, 100.0)  # ms, drawn per run
 READ_TIMEOUTS = (1000.0, 150.0, 40.0)
 TRANSFER_TIMEOUTS = (1000.0, 100.0)
+LOSS_MODE_DRAW = ("reorder-tear", "reorder-tear", "reorder-tear", "lose-unsynced")  # per power loss
+TAKE_VOTE_MS = ((10.0, 40.0), (150.0, 400.0))  # a transferee's vote interval: slow ones meet rivals
+THINK_MS = ((1.0, 20.0), (1.0, 20.0), (50.0, 400.0))  # a client's pause between ops, drawn per run:
+# some runs leave the leader idle between appends (idle-only paths: COMMIT pushes, restarts)
 SLOW_FSYNC_SHARE = 0.02
 
-TICK, DELIVER, FLUSH, CLIENT, CLIENT_TIMEOUT, FAULT, FAULT_END, RESTART, PROBE, LEADER_CRASH = range(10)
+(TICK, DELIVER, FLUSH, CLIENT, CLIENT_TIMEOUT, FAULT, FAULT_END, RESTART, PROBE, MOMENT_CRASH,
+ TRANSFER) = range(11)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,8 +146,11 @@ class Simulation:
             append_timeout_ms=rng.choice(APPEND_TIMEOUTS),
             read_timeout_ms=rng.choice(READ_TIMEOUTS),
             transfer_timeout_ms=rng.choice(TRANSFER_TIMEOUTS),
+            **dict(zip(("take_leadership_min_vote_ms", "take_leadership_max_vote_ms"),
+                       rng.choice(TAKE_VOTE_MS), strict=True)),
         )
         self.core_config = CoreConfig(timing, config.flush, lease_guard)
+        self._think_ms = rng.choice(THINK_MS)
         # each node's disk has its own speed, and every fsync its own time with slow outliers
         self._fsync_ms = {n: config.fsync_ms * rng.uniform(0.25, 4.0) for n in self.names}
         self._liveness_ms = config.liveness_ms or max(20000.0, 30 * self.core_config.timing.leader_lost_ms)
@@ -157,6 +165,8 @@ class Simulation:
         self.step = 0
         self.healed = False
         self.leader_crashes = False  # set by the leadercrash fault
+        self.repair_crashes = False  # set by the repaircrash fault
+        self.transfers = False  # set by the transfer fault
         self.stats: Counter[str] = Counter()
         coverage.take()  # the rules this run fires, from zero
         self.inv = Invariants()
@@ -213,7 +223,8 @@ class Simulation:
             self._on_fault_end,
             self._on_restart,
             self._on_probe,
-            self._on_leader_crash,
+            self._on_moment_crash,
+            self._on_transfer,
         )
         queue = self._queue
         deadline = None
@@ -290,7 +301,7 @@ class Simulation:
             return
         self.cores[node] = self.drivers[node] = None
         self.incarnation[node] += 1
-        mode = self.rng.choice(LOSS_MODES)
+        mode = self.rng.choice(LOSS_MODE_DRAW)
         self.disks[node].crash(power_loss, self.rng, mode)
         self.stats["powerloss" if power_loss else "crash"] += 1
         self.trace.add(self.now, self.step, node, f"power loss ({mode})" if power_loss else "crash")
@@ -356,7 +367,12 @@ class Simulation:
                 self.stats["elections"] += 1
                 self.inv.on_election(node, change.term)
                 if self.leader_crashes and not self.healed:
-                    self._schedule(self.rng.uniform(0.0, 30.0), LEADER_CRASH, node, self.incarnation[node])
+                    power = self.rng.random() < 0.3
+                    self._schedule(self.rng.uniform(0.0, 30.0), MOMENT_CRASH, node,
+                                   (self.incarnation[node], True, power))
+        if self.repair_crashes and not self.healed and any(isinstance(w, Truncate) for w in ready.writes):
+            crash_at = (self.incarnation[node], False, True)
+            self._schedule(self.rng.uniform(0.0, 3.0), MOMENT_CRASH, node, crash_at)
         disk.applied(ready.writes)
         self._check_changed(node)
         for change in ready.role_changes:
@@ -400,7 +416,7 @@ class Simulation:
         core = self.cores[node]
         if core is None:
             self._believed_leader[client] = None
-            self._schedule(rng.uniform(1.0, 20.0), CLIENT, "", client)
+            self._schedule(rng.uniform(*self._think_ms), CLIENT, "", client)
             return
         rid = self._rid()
         local = self._local(node)
@@ -448,7 +464,7 @@ class Simulation:
         op = self._ops.pop(rid)
         self.stats[f"{op.kind}-{outcome}"] += 1
         if op.client >= 0:
-            self._schedule(self.rng.uniform(1.0, 20.0), CLIENT, "", op.client)
+            self._schedule(self.rng.uniform(*self._think_ms), CLIENT, "", op.client)
 
     def complete(self, rid: int, response: ClientResponse) -> None:
         self._unanswered.discard(rid)
@@ -507,14 +523,31 @@ class Simulation:
             self.trace.add(self.now, self.step, "sim", f"fault {kind} ends")
             undo()
 
-    def _on_leader_crash(self, node: str, incarnation: int) -> None:
-        """A new leader dies soon after its election (leader churn), often before its no-op
-        and the older entries it pushes reach a majority: Raft's Figure 8 states."""
+    def _on_moment_crash(self, node: str, payload: tuple[int, bool, bool]) -> None:
+        """A crash at a chosen moment: a new leader soon after its election (leader churn, often
+        before its no-op and the older entries it pushes reach a majority: Raft's Figure 8), or
+        a follower just after it truncated its log, with power loss, before the truncation is
+        on disk (the cut entries may come back: the leader's next push must repair them)."""
+        incarnation, only_leader, power = payload
         core = self.cores[node]
         alive = core is not None and incarnation == self.incarnation[node]
-        if self.healed or not alive or core.role is not Role.LEADER:
+        if self.healed or not alive or (only_leader and core.role is not Role.LEADER):
             return
-        self.crash(node, self.rng.random() < 0.3, self.rng.uniform(20.0, 400.0))
+        self.crash(node, power, self.rng.uniform(20.0, 400.0))
+
+    def start_transfers(self) -> None:
+        """Ask whoever leads to hand over, again every 20-200 ms until `transfers` is cleared."""
+        self.transfers = True
+        self._schedule(0.0, TRANSFER, "", None)
+
+    def _on_transfer(self, _node: str, _payload: None) -> None:
+        if self.transfers and not self.healed:
+            self.request_transfer()
+            self._schedule(self.rng.uniform(20.0, 200.0), TRANSFER, "", None)
+
+    def dirty_nodes(self) -> list[str]:
+        """Running nodes whose store holds writes not yet fsynced."""
+        return [n for n in self.names if self.cores[n] is not None and self.disks[n].dirty()]
 
     def _heal(self) -> None:
         self.healed = True

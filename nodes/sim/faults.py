@@ -3,10 +3,13 @@
 partition (two groups cut apart), oneway (one group cannot reach the other), bridge (two
 groups that reach each other only through one node), loss, dup (duplication), delay
 (large jitter, so heavy reordering), crash (process kill: the page cache survives),
-powerloss (unflushed writes are lost; one node, or sometimes every node at once), skew
-(a node's clock runs fast or slow, within the lease's drift bound), transfer (a leadership
-transfer request to the leader), leadercrash (while it lasts, every new leader crashes
-within 30 ms of its election, sometimes losing power: leader churn).
+powerloss (unflushed writes are lost, reordered or torn; one node, mostly one
+that has writes not yet fsynced, or sometimes every node at once), skew
+(a node's clock runs fast or slow, within the lease's drift bound), transfer (leadership
+transfer requests to whoever leads, every 20-200 ms while it lasts), leadercrash (while it
+lasts, every new leader crashes within 30 ms of its election, sometimes losing power:
+leader churn), repaircrash (while it lasts, a node that truncates its log loses power
+within 3 ms, before the truncation is on disk).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from nodes.sim.clock import SkewedClock
 from nodes.sim.network import LinkModel, Network, between, split
 
 FAULTS = ("partition", "oneway", "bridge", "loss", "dup", "delay", "crash", "powerloss", "skew", "transfer",
-          "leadercrash")
+          "leadercrash", "repaircrash")
 
 
 def parse_faults(text: str) -> tuple[str, ...]:
@@ -45,9 +48,12 @@ class FaultTarget(Protocol):
     now: float
 
     leader_crashes: bool
+    repair_crashes: bool
+    transfers: bool
 
     def crash(self, node: str, power_loss: bool, downtime: float) -> None: ...
-    def request_transfer(self) -> None: ...
+    def start_transfers(self) -> None: ...
+    def dirty_nodes(self) -> list[str]: ...
 
 
 Undo = Callable[[], None] | None
@@ -73,7 +79,8 @@ def start_fault(kind: str, sim: FaultTarget, rng: random.Random) -> Undo:
     if kind in ("loss", "dup", "delay"):
         return _link_fault(kind, net, rng)
     if kind == "crash" or (kind == "powerloss" and rng.random() < 0.7):
-        sim.crash(rng.choice(sim.names), kind == "powerloss", rng.uniform(20.0, 1500.0))
+        dirty = sim.dirty_nodes() if kind == "powerloss" and rng.random() < 0.8 else []
+        sim.crash(rng.choice(dirty or sim.names), kind == "powerloss", rng.uniform(20.0, 1500.0))
         return None
     if kind == "powerloss":  # the whole cluster loses power at once
         for node in sim.names:
@@ -84,12 +91,13 @@ def start_fault(kind: str, sim: FaultTarget, rng: random.Random) -> Undo:
         clock = sim.clocks[node]
         clock.set_rate(sim.now, rng.uniform(0.96, 1.04))
         return lambda: clock.set_rate(sim.now, 1.0)
-    if kind == "leadercrash":
-        sim.leader_crashes = True
-        return lambda: setattr(sim, "leader_crashes", False)
+    if kind in ("leadercrash", "repaircrash"):
+        flag = "leader_crashes" if kind == "leadercrash" else "repair_crashes"
+        setattr(sim, flag, True)
+        return lambda: setattr(sim, flag, False)
     if kind == "transfer":
-        sim.request_transfer()
-        return None
+        sim.start_transfers()
+        return lambda: setattr(sim, "transfers", False)
     raise ValueError(f"unknown fault {kind!r}")
 
 

@@ -19,8 +19,8 @@ from nodes.sim.cluster import SimConfig, run_seed
 from nodes.sim.coverage import coverage_table
 from nodes.sim.faults import parse_faults
 
-MIXES = ("all", "partition,crash,powerloss", "oneway,bridge,loss,dup,delay",
-         "crash,powerloss,skew,transfer,partition")
+MIXES = ("all", "partition,crash,powerloss,repaircrash", "oneway,bridge,loss,dup,delay",
+         "crash,powerloss,skew,transfer,partition,leadercrash,repaircrash")
 
 
 def configs(start: int, count: int | None, sizes: list[int], mixes: list[str], steps: int, flush: str,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from nodes.core import CoreConfig
 from nodes.election import Role
 from nodes.messages import (
@@ -14,6 +16,7 @@ from nodes.messages import (
     ReadResponse,
     ResponseCode,
     TransferResponse,
+    VoteRequest,
 )
 from tests.support.scripted import ScriptedCluster, entries
 
@@ -70,6 +73,11 @@ def test_stale_leader_steps_down_and_its_uncommitted_entries_are_replaced() -> N
     assert b"never-committed" not in bodies and b"committed" in bodies
 
 
+def _pushes(c: ScriptedCluster, sender: str, to: str, kind: PushType) -> list[PushRequest]:
+    return [m for s, r, m in c.sent
+            if s == sender and r == to and isinstance(m, PushRequest) and m.type is kind]
+
+
 def test_log_conflicts_are_repaired_by_compare_and_truncate() -> None:
     logs = {"n1": entries(1, 1, 2, 2), "n2": entries(1, 1, 2, 2), "n3": entries(1, 1, 1, 1, 1, 1, 1, 1)}
     c = ScriptedCluster(3, logs=logs, terms={n: (2, None) for n in logs})
@@ -77,10 +85,39 @@ def test_log_conflicts_are_repaired_by_compare_and_truncate() -> None:
     assert leader in ("n1", "n2")  # n3's last term is older: rules 3-4 keep it out
     c.run(300)
     assert c.stores["n3"].entries == c.stores[leader].entries
-    compares = [m for s, r, m in c.sent if s == leader and r == "n3" and isinstance(m, PushRequest)
-                and m.type is PushType.COMPARE]
-    assert 1 <= len(compares) <= 3  # fast back-off skips n3's whole conflicting term
-    assert any(m.type is PushType.TRUNCATE for s, r, m in c.sent if r == "n3" and isinstance(m, PushRequest))
+    # the hint skips n3's whole conflicting term, then halving finds the highest match
+    assert 1 <= len(_pushes(c, leader, "n3", PushType.COMPARE)) <= 4
+    assert [p.index for p in _pushes(c, leader, "n3", PushType.TRUNCATE)] == [1]
+
+
+def test_a_follower_longer_than_the_leader_is_truncated_after_the_leaders_end() -> None:
+    logs = {"n1": entries(1, 1), "n2": entries(1, 1), "n3": entries(1, 1, 1, 1)}
+    c = ScriptedCluster(3, logs=logs, terms={"n1": (3, None), "n2": (3, None), "n3": (1, None)},
+                        down={"n3"})
+    leader = c.elect()
+    c.start("n3")
+    c.run(300)
+    assert c.stores["n3"].entries == c.stores[leader].entries
+    assert _pushes(c, leader, "n3", PushType.TRUNCATE)
+
+
+def test_a_compare_that_steps_back_a_whole_term_never_cuts_entries_that_still_match() -> None:
+    """Found by the simulator (seed 807, partition,crash,powerloss,repaircrash): the follower's
+    hint steps back over its whole conflicting term, down to its commit index, below entries
+    that still agree with the leader's, some of them committed; a TRUNCATE there removed
+    committed entries from a majority, and one more crash elected a leader without them."""
+    leader_log = entries(1, 1, 2, 2, 2, 2, 4)
+    logs = {"n1": leader_log, "n2": list(leader_log), "n3": entries(1, 1, 2, 2, 2, 2, 2, 2)}
+    c = ScriptedCluster(3, logs=logs, terms={"n1": (4, None), "n2": (4, None), "n3": (2, None)},
+                        down={"n3"})
+    leader = c.elect()
+    assert leader in ("n1", "n2")
+    c.start("n3")
+    kept = c.stores["n3"].entries[:6]
+    c.run(300)
+    assert c.stores["n3"].entries == c.stores[leader].entries
+    assert c.stores["n3"].entries[:6] == kept
+    assert [p.index for p in _pushes(c, leader, "n3", PushType.TRUNCATE)] == [5]  # the highest match
 
 
 def test_append_completes_only_once_committed() -> None:
@@ -314,3 +351,14 @@ def test_isolated_candidate_keeps_its_term_across_many_rounds() -> None:
     c.run(5000)
     core = c.core("n1")
     assert core.role is Role.CANDIDATE and core.term == 0  # parse rule 3: never bumped
+
+
+@pytest.mark.parametrize("vote", ["n1", "n2"])
+def test_a_restarted_node_that_voted_in_its_term_campaigns_only_in_a_later_term(vote: str) -> None:
+    """Found by the simulator's election-safety check (seed 1403, 7 nodes): a candidate that
+    had voted for another node can still win its term on the others' votes; restarted with
+    that vote it campaigned in the same term again and led it a second time."""
+    c = ScriptedCluster(3, terms={"n1": (5, vote), "n2": (5, None), "n3": (5, None)}, down=("n2", "n3"))
+    c.run(1000)  # alone: n1 campaigns, and must not ask for votes in term 5
+    asked = {m.term for s, _, m in c.sent if s == "n1" and isinstance(m, VoteRequest)}
+    assert asked and min(asked) > 5
