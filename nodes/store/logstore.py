@@ -34,9 +34,6 @@ class StoreError(Exception):
     """A store operation that cannot be done (non-consecutive append, missing index ...)."""
 
 
-class DiskFullError(StoreError):
-    """Disk use is above the reject ratio: DLedger answers DISK_FULL."""
-
 
 class EntryTooLargeError(StoreError):
     """An entry body larger than the store can hold (nothing was appended)."""

@@ -48,7 +48,6 @@ from nodes.store.flush import Ticker
 from nodes.store.fs import REAL_FS, FileSystem
 from nodes.store.logstore import (
     MAGIC_NORMAL,
-    DiskFullError,
     Entry,
     EntryTooLargeError,
     StoreError,
@@ -173,7 +172,9 @@ class MmapStore:
 
     @property
     def disk_full(self) -> bool:
-        """Whether appends are refused with DiskFullError (set by the last `clean`)."""
+        """Whether the disk is above the disk-full ratio (set by the last `clean`). The store
+        still takes every append: refusing client appends (DLedger's DISK_FULL) is the
+        driver's decision; replication and a new leader's no-op must go on."""
         return self._disk_full
 
     # -- appends ----------------------------------------------------------------------------
@@ -229,11 +230,6 @@ class MmapStore:
     def _check_writable(self) -> None:
         if self._closed:
             raise StoreError("store is closed")
-        if self._disk_full:
-            raise DiskFullError(
-                f"disk holding {self.directory} is above the disk-full ratio: "
-                f"appends are refused until space is freed"
-            )
 
     def _write(self, entries: Sequence[Entry]) -> int:
         """Write `entries` (indexes from `end_index + 1` on) after the end and keep them in

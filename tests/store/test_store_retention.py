@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from storefiles import body_for
 
-from nodes.store.logstore import DiskFullError, StoreError
+from nodes.store.logstore import StoreError
 from nodes.store.mmapstore import MmapStore
 from nodes.store.readfile import read_entries
 from nodes.store.retention import RetentionPolicy
@@ -104,18 +104,16 @@ def test_force_clean_deletes_young_files_until_below_the_ratio(open_store, store
     assert not store.disk_full
 
 
-def test_disk_full_refuses_appends_until_space_returns(open_store) -> None:
+def test_disk_full_is_flagged_until_space_returns_and_appends_still_go_in(open_store) -> None:
     disk = FakeDisk(0.1)
     store = make(open_store, disk, count=3)
     disk.ratios = [0.95]
     store.clean(now=NOW)
     assert store.disk_full
-    with pytest.raises(DiskFullError, match="disk-full ratio"):
-        store.append_leader(1, b"x")
-    assert store.end_index == 2
+    assert store.append_leader(1, b"x").index == 3  # the driver refuses client appends, not the store
     disk.ratios = [0.5]
     store.clean(now=NOW)
-    assert store.append_leader(1, b"x").index == 3
+    assert not store.disk_full
 
 
 @pytest.mark.parametrize("kwargs", [{"force_clean_ratio": 0.95, "disk_full_ratio": 0.9},
