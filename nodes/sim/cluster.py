@@ -37,7 +37,7 @@ from nodes.replication import SafetyError
 from nodes.sim.clock import SkewedClock
 from nodes.sim.disk import DIRECTORY, UNCHANGED, SimDisk
 from nodes.sim.faults import FAULTS, Undo, start_fault
-from nodes.sim.invariants import Invariants, Violation, check_log_matching
+from nodes.sim.invariants import Deadlines, Invariants, Violation, check_log_matching
 from nodes.sim.network import Network
 from nodes.sim.trace import Trace
 from nodes.store.logstore import Entry, StoreError
@@ -170,6 +170,7 @@ class Simulation:
         self.stats: Counter[str] = Counter()
         coverage.take()  # the rules this run fires, from zero
         self.inv = Invariants()
+        self.deadlines = Deadlines()
         self.trace = Trace()
         self._queue: list[tuple[float, int, int, str, Any]] = []
         self._seq = 0
@@ -240,6 +241,7 @@ class Simulation:
             self.now, _, kind, node, payload = heapq.heappop(queue)
             self.step += 1
             handlers[kind](node, payload)
+            self.deadlines.check(self.now)
         check_log_matching(self._logs())
 
     def _logs(self) -> dict[str, list[Entry]]:
@@ -426,6 +428,7 @@ class Simulation:
             body = f"c{client}-{self._append_count}".encode()
             self._ops[rid] = _Op(client, "append", node, body)
             self.trace.add(self.now, self.step, node, f"client {client} append {body.decode()} rid {rid}")
+            self._answer_by(rid, self.core_config.timing.append_timeout_ms)
             core.client_append(rid, [body], local)
         else:
             modes = [
@@ -452,9 +455,17 @@ class Simulation:
             self.trace.add(
                 self.now, self.step, node, f"client {client} read {mode.label} {first}..{last} rid {rid}"
             )
+            self._answer_by(rid, self.core_config.timing.read_timeout_ms)
             core.client_read(rid, first, last, mode, local)
         self._schedule(5000.0, CLIENT_TIMEOUT, "", rid)
         self._drain(node, core)
+
+    def _answer_by(self, rid: int, timeout_ms: float) -> None:
+        """The node owes an answer to `rid` within its `timeout_ms`, plus a tick or two and
+        clock rates within the lease's drift bound."""
+        op = self._ops[rid]
+        due = self.now + timeout_ms * 1.05 + 2 * self.config.tick_ms
+        self.deadlines.on_request(rid, due, f"{op.kind} rid {rid} at {op.node} ({timeout_ms:.0f} ms timeout)")
 
     def _on_client_timeout(self, _node: str, rid: int) -> None:
         if rid in self._ops:
@@ -462,6 +473,7 @@ class Simulation:
 
     def _finish_op(self, rid: int, outcome: str) -> None:
         op = self._ops.pop(rid)
+        self.deadlines.on_answer(rid)
         self.stats[f"{op.kind}-{outcome}"] += 1
         if op.client >= 0:
             self._schedule(self.rng.uniform(*self._think_ms), CLIENT, "", op.client)
@@ -501,6 +513,7 @@ class Simulation:
         rid = self._rid()
         self._ops[rid] = _Op(-1, "transfer", node)
         self.trace.add(self.now, self.step, node, f"transfer to {to} rid {rid}")
+        self._answer_by(rid, self.core_config.timing.transfer_timeout_ms)
         core.client_transfer(rid, to, self._local(node))
         self._drain(node, core)
 
@@ -571,6 +584,7 @@ class Simulation:
                 assert core is not None
                 rid = self._rid()
                 self._ops[rid] = _Op(-1, "probe", node, b"probe")
+                self._answer_by(rid, self.core_config.timing.append_timeout_ms)
                 core.client_append(rid, [b"probe"], self._local(node))
                 self._drain(node, core)
         if self._probe is None:

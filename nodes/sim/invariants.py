@@ -9,11 +9,14 @@
 * reads: `read-index` and `lease` reads see every append acknowledged before they were
   invoked, at least the commit index any such read completed before them returned
   (read-after-read order), and only committed entries; `committed` and `follower` reads
-  return only committed entries (they may be stale).
+  return only committed entries (they may be stale);
+* answers in time (`Deadlines`): a node answers every client request within its own
+  timeout for it, unless it crashes first.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 
 from nodes.messages import ReadMode, ReadResponse
@@ -139,6 +142,40 @@ class Invariants:
                 f"{read_before}",
             )
         self.max_read = max(self.max_read, resp.commit_index)
+
+
+class Deadlines:
+    """Every client request is answered in time, unless its node crashes first.
+
+    The node promises an answer by its own timeout for the request: an append that did not
+    commit gets WAIT_QUORUM_ACK_TIMEOUT after `append_timeout_ms`, a read waiting for a
+    leadership check TIMEOUT after `read_timeout_ms`, a transfer TIMEOUT after
+    `transfer_timeout_ms` (and a leader that steps down answers at once). The caller gives
+    each request its due time with the slack the node needs to notice it (a tick, and
+    clock rates within the lease's drift bound).
+    """
+
+    def __init__(self) -> None:
+        self._pending: dict[int, str] = {}
+        self._due: list[tuple[float, int]] = []
+
+    def on_request(self, rid: int, due: float, what: str) -> None:
+        """Request `rid` (described by `what`) must be answered by `due`."""
+        self._pending[rid] = what
+        heapq.heappush(self._due, (due, rid))
+
+    def on_answer(self, rid: int) -> None:
+        """Request `rid` was answered, or its node crashed (it owes no answer)."""
+        self._pending.pop(rid, None)
+
+    def check(self, now: float) -> None:
+        """Raise if a request still unanswered was due before `now`."""
+        due = self._due
+        while due and due[0][0] < now:
+            when, rid = heapq.heappop(due)
+            what = self._pending.pop(rid, None)
+            if what is not None:
+                raise Violation("answer in time", f"{what} got no answer by {when:.1f} ms")
 
 
 def check_log_matching(logs: dict[str, list[Entry]]) -> None:

@@ -103,7 +103,7 @@ def test_a_read_index_read_without_the_quorum_round_breaks_read_after_read_order
     assert run_seed(config).violation is None
 
 
-def test_unanswered_appends_after_the_faults_stop_break_liveness(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_appends_a_deposed_leader_never_answers_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     leave = Core._leave_leadership
 
     def forgetting(self: Core) -> None:
@@ -117,7 +117,9 @@ def test_unanswered_appends_after_the_faults_stop_break_liveness(monkeypatch: py
             break
     else:
         pytest.fail("appends a deposed leader never answered went unnoticed for 60 seeds")
-    assert result.violation.kind == "liveness" and "got no answer" in result.violation.detail
+    # a request its node never answers breaks the node's own timeout first, else liveness
+    assert result.violation.kind in ("answer in time", "liveness")
+    assert "got no answer" in result.violation.detail
 
 
 def test_simulate_exits_1_with_seed_step_and_trace_on_a_violation(

@@ -9,11 +9,12 @@ SEEDS = 60  # a broken guard must show within this many seeds
 
 
 def first_violation(seeds: int = SEEDS, **config: object) -> SimResult | None:
-    """The first of `seeds` seeds (3 and 5 nodes in turn, every fault) that ends in a violation."""
+    """The first of `seeds` seeds (3 and 5 nodes in turn, every fault, 3000 steps) that ends in
+    a violation; `config` overrides those or sets other SimConfig fields (`faults` as text)."""
+    faults = parse_faults(str(config.pop("faults", "all")))
     for seed in range(seeds):
-        sim = SimConfig(seed=seed, nodes=(3, 5)[seed % 2], faults=parse_faults("all"), steps=3000,
-                        **config)  # type: ignore[arg-type]
-        result = run_seed(sim)
+        fields: dict[str, object] = {"nodes": (3, 5)[seed % 2], "steps": 3000, **config}
+        result = run_seed(SimConfig(seed=seed, faults=faults, **fields))  # type: ignore[arg-type]
         if result.violation is not None:
             return result
     return None
