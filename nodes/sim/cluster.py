@@ -54,6 +54,8 @@ TAKE_VOTE_MS = ((10.0, 40.0), (150.0, 400.0))  # a transferee's vote interval: s
 THINK_MS = ((1.0, 20.0), (1.0, 20.0), (50.0, 400.0))  # a client's pause between ops, drawn per run:
 # some runs leave the leader idle between appends (idle-only paths: COMMIT pushes, restarts)
 SLOW_FSYNC_SHARE = 0.02
+BODY_PADDING = (0, 0, 150, 400)  # bytes after an append's id, per run: entries that span
+# 512-byte sectors and 4 KiB pages, so a torn write can cut one in the middle (fits 512-byte segments)
 
 (TICK, DELIVER, FLUSH, CLIENT, CLIENT_TIMEOUT, FAULT, FAULT_END, RESTART, PROBE, MOMENT_CRASH,
  TRANSFER) = range(11)
@@ -151,6 +153,7 @@ class Simulation:
         )
         self.core_config = CoreConfig(timing, config.flush, lease_guard)
         self._think_ms = rng.choice(THINK_MS)
+        self._padding = rng.choice(BODY_PADDING)
         # each node's disk has its own speed, and every fsync its own time with slow outliers
         self._fsync_ms = {n: config.fsync_ms * rng.uniform(0.25, 4.0) for n in self.names}
         self._liveness_ms = config.liveness_ms or max(20000.0, 30 * self.core_config.timing.leader_lost_ms)
@@ -425,9 +428,10 @@ class Simulation:
         roll = rng.random()
         if roll < self.config.append_share:
             self._append_count += 1
-            body = f"c{client}-{self._append_count}".encode()
+            name = f"c{client}-{self._append_count}"
+            body = name.encode() + b"." * self._padding
             self._ops[rid] = _Op(client, "append", node, body)
-            self.trace.add(self.now, self.step, node, f"client {client} append {body.decode()} rid {rid}")
+            self.trace.add(self.now, self.step, node, f"client {client} append {name} rid {rid}")
             self._answer_by(rid, self.core_config.timing.append_timeout_ms)
             core.client_append(rid, [body], local)
         else:

@@ -24,10 +24,11 @@ from nodes.logview import LogView
 from nodes.messages import PushRequest, PushType, ResponseCode, VoteRequest, VoteResult
 from nodes.reads import Confirmations
 from nodes.replication import Dispatcher, PushOutcome
+from nodes.sim.cluster import SimResult
 from nodes.store.entryscan import StoredEntry
 from nodes.store.logstore import Entry
 from nodes.transfer import LeaderTransfer
-from tests.support.simsearch import SEEDS, first_violation
+from tests.support.simsearch import SEEDS, first_violation, run_one
 
 Patch = Callable[[pytest.MonkeyPatch], None]
 
@@ -165,7 +166,6 @@ def _both(*patches: Patch) -> Patch:
 
 
 LEASE = {"lease_guard": True}
-ASYNC = {"flush": "async"}
 REPAIR = {"faults": "partition,crash,powerloss,repaircrash"}  # power loss just after a truncation
 LATE = {"answer in time", "liveness"}
 
@@ -230,7 +230,7 @@ BROKEN: dict[str, Broken] = {
     "push.compare.match": Broken(
         "a follower answers a matching COMPARE with its log's end, not the index compared",
         _follower_push(_match_to_end),
-        DIVERGED,
+        DIVERGED | {"liveness"},  # or the leader never finds where the logs agree
     ),
     "push.compare.mismatch": Broken(
         "a follower claims a match at an entry it lacks or holds in another term",
@@ -275,7 +275,8 @@ BROKEN: dict[str, Broken] = {
         "the leader keeps the match index of a follower that lost acknowledged entries",
         _never(Dispatcher, "_lost_acknowledged"),
         DIVERGED | {"liveness"},
-        ASYNC,
+        {"flush": "async", "faults": "powerloss,loss,dup"},  # followers lose what they acknowledged
+        seeds=80,
     ),
     "push.restarted-follower": Broken(
         "the leader never compares again with an idle follower that restarted",
@@ -328,7 +329,8 @@ BROKEN: dict[str, Broken] = {
     "recovery.cut-tail": Broken(
         "recovery keeps entries that fail their body or chain CRC (a torn or stale tail)",
         _patch(StoredEntry, "ok", property(lambda self: True)),
-        DIVERGED,
+        DIVERGED | {"store refused"},  # a kept torn entry fails its CRC when it is read
+        seeds=120,
     ),
     "leads-a-term-once": Broken(
         "a leader that stepped down campaigns again in the term it led",
@@ -373,10 +375,6 @@ NOT_YET: dict[str, str] = {
         "the simulator's disks never fill (no retention policy, no ENOSPC) and its clients call the "
         "core, not the driver's `append_refusal`"
     ),
-    "recovery.cut-tail": (
-        "power losses almost never leave an entry that fails its CRC (a tear inside an unsynced "
-        "entry, or an old entry after a rewritten one): in 200 seeds recovery cut once, at zeros"
-    ),
 }
 
 
@@ -391,11 +389,22 @@ def _run(rule: str) -> object:
     return rule
 
 
+def first_found(broken: Broken) -> SimResult | None:
+    """The first seed whose run breaks an invariant with the guard broken and none with it in
+    place (so a loss DLedger's async flush allows anyway is not taken for the guard's)."""
+    for seed in range(broken.seeds):
+        with pytest.MonkeyPatch.context() as mp:
+            broken.breaks(mp)
+            result = run_one(seed, **broken.config)
+        if result.violation is not None and run_one(seed, **broken.config).violation is None:
+            return result
+    return None
+
+
 @pytest.mark.parametrize("rule", [_run(rule) for rule in sorted(BROKEN)])
-def test_the_simulator_finds_a_broken_guard(rule: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_simulator_finds_a_broken_guard(rule: str) -> None:
     broken = BROKEN[rule]
-    broken.breaks(monkeypatch)
-    result = first_violation(broken.seeds, **broken.config)
+    result = first_found(broken)
     assert result is not None, f"no violation in {broken.seeds} seeds with the guard broken: {broken.what}"
     assert result.violation is not None and result.violation.kind in broken.kinds, result.summary()
 
@@ -404,7 +413,8 @@ def _key(config: dict[str, object]) -> tuple[tuple[str, object], ...]:
     return tuple(sorted(config.items()))
 
 
-RUN = [b for rule, b in BROKEN.items() if rule not in NOT_YET]
+# with DLedger's async flush a power loss may lose acknowledged entries anyway: no clean control
+RUN = [b for rule, b in BROKEN.items() if rule not in NOT_YET and b.config.get("flush") != "async"]
 CONTROLS = {key: max(b.seeds for b in RUN if _key(b.config) == key) for key in {_key(b.config) for b in RUN}}
 
 
