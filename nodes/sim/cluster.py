@@ -29,6 +29,7 @@ from nodes.messages import (
     AppendResponse,
     ClientResponse,
     PeerMessage,
+    PushRequest,
     ReadMode,
     ReadResponse,
     ResponseCode,
@@ -390,6 +391,11 @@ class Simulation:
     def send(self, node: str, peer: str, message: PeerMessage) -> None:
         """`node` sends `message` to `peer` through the simulated network."""
         self.stats["messages"] += 1
+        if self.leader_crashes and _carries_own_term(message) and self.rng.random() < 0.5:
+            # leader churn: half of a leader's pushes of its own term's entries are lost, so
+            # older entries can reach a majority while its no-op does not (Raft's Figure 8)
+            self.trace.add(self.now, self.step, node, f"lost to {peer}", message)
+            return
         for delay in self.network.delays():
             self._schedule(delay, DELIVER, peer, (node, message))
 
@@ -570,6 +576,7 @@ class Simulation:
         self.healed = True
         self.trace.add(self.now, self.step, "sim", "heal: faults stop, crashed nodes restart")
         self.network.heal()
+        self.leader_crashes = self.repair_crashes = self.transfers = False
         self._unanswered = {rid for rid, op in self._ops.items() if op.kind == "append"}
         self.stats["pending-at-heal"] = len(self._unanswered)
         for name in self.names:
@@ -608,6 +615,10 @@ class Simulation:
             return False
         index = self._probe[1]
         return all(c is not None and c.commit_index >= index for c in self.cores.values())
+
+
+def _carries_own_term(message: PeerMessage) -> bool:
+    return isinstance(message, PushRequest) and any(e.term == message.term for e in message.entries)
 
 
 class _Host:

@@ -219,6 +219,8 @@ BROKEN: dict[str, Broken] = {
         "a leader commits an earlier term's entry by counting replicas (Raft's Figure 8)",
         _patch(core, "commits_by_counting", lambda entry_term, term: True),
         LOST,
+        {"faults": "leadercrash,crash", "nodes": 3},  # new leaders die before their no-op spreads
+        seeds=150,
     ),
     "follower-commit": Broken(
         "a follower commits up to the leader's commit index within its own log, not only as far "
@@ -330,7 +332,8 @@ BROKEN: dict[str, Broken] = {
         "recovery keeps entries that fail their body or chain CRC (a torn or stale tail)",
         _patch(StoredEntry, "ok", property(lambda self: True)),
         DIVERGED | {"store refused"},  # a kept torn entry fails its CRC when it is read
-        seeds=120,
+        {"faults": "powerloss,crash,loss"},
+        seeds=150,
     ),
     "leads-a-term-once": Broken(
         "a leader that stepped down campaigns again in the term it led",
@@ -341,11 +344,6 @@ BROKEN: dict[str, Broken] = {
 
 # Rules whose broken guard the simulator does not find yet, and what it would take.
 NOT_YET: dict[str, str] = {
-    "commit.earlier-term-guard": (
-        "Figure 8 is not reached: a leader must count an earlier term's entry onto a majority and "
-        "crash before its own term's no-op (sent right behind it) reaches any of them, and then a "
-        "node whose last entry is of a later term but lacks that entry must win"
-    ),
     "vote.reject.taking-leadership": (
         "no invariant can see it: a transferee that votes for a rival in the term it is about to "
         "campaign in only makes the transfer fail (a node that voted for another raises its term "
