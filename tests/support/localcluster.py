@@ -1,7 +1,9 @@
 """A cluster of `python -m nodes serve` processes on loopback, for tests and benchmarks.
 
 Stdlib only. Each node gets a free port on 127.0.0.1 and `<root>/<id>` as its data dir;
-`kill` is SIGKILL, `stop` SIGTERM; `close` leaves no process behind.
+`kill` is SIGKILL, `stop` SIGTERM, `pause`/`resume` SIGSTOP/SIGCONT; `close` leaves no
+process behind. With `master_role` the nodes run in master-slave mode: n1 is the master
+with that role (SYNC_MASTER or ASYNC_MASTER), the others its slaves.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ class LocalCluster:
     """Node processes n1..nN on 127.0.0.1 (not started until `start`/`start_all`)."""
 
     def __init__(self, root: Path, size: int = 3, *, extra_args: Sequence[str] = (),
-                 python: str = sys.executable) -> None:
+                 python: str = sys.executable, master_role: str | None = None) -> None:
         self.root = root
+        self.master_role = master_role
         self.ids = [f"n{i + 1}" for i in range(size)]
         self.peers = {node: Address("127.0.0.1", port) for node, port in zip(self.ids, free_ports(size),
                                                                               strict=True)}
@@ -48,6 +51,15 @@ class LocalCluster:
     def data_dir(self, node: str) -> Path:
         return self.root / node
 
+    def mode_args(self, node: str) -> list[str]:
+        """The mode's arguments for `node`: none for DLedger, its role (and master) otherwise."""
+        if self.master_role is None:
+            return []
+        master = self.ids[0]
+        if node == master:
+            return ["--mode", "master-slave", "--role", self.master_role]
+        return ["--mode", "master-slave", "--role", "SLAVE", "--master", str(self.peers[master])]
+
     def start(self, node: str, *extra: str) -> None:
         """Start `node` (again) with the cluster's arguments and `extra`."""
         if self.alive(node):
@@ -55,10 +67,10 @@ class LocalCluster:
         data = self.data_dir(node)
         data.mkdir(parents=True, exist_ok=True)
         cmd = [self.python, "-m", "nodes", "serve", "--id", node, "--peers", self.peers_arg,
-               "--data-dir", str(data), *self.extra_args, *extra]
+               "--data-dir", str(data), *self.mode_args(node), *self.extra_args, *extra]
         with open(data / "stderr.log", "ab") as err:
             self.procs[node] = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err,
-                                                cwd=Path(__file__).resolve().parent.parent)
+                                                cwd=Path(__file__).resolve().parents[2])
 
     def start_all(self) -> None:
         for node in self.ids:
@@ -73,6 +85,14 @@ class LocalCluster:
         proc = self.procs[node]
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
+
+    def pause(self, node: str) -> None:
+        """SIGSTOP `node`."""
+        self.procs[node].send_signal(signal.SIGSTOP)
+
+    def resume(self, node: str) -> None:
+        """SIGCONT `node`."""
+        self.procs[node].send_signal(signal.SIGCONT)
 
     def stop(self, node: str, timeout: float = 10) -> int:
         """SIGTERM `node`; its exit code (SIGKILL after `timeout`)."""
@@ -111,7 +131,7 @@ class LocalCluster:
         """Kill every node still running."""
         for proc in self.procs.values():
             if proc.poll() is None:
-                proc.kill()
+                proc.kill()  # a paused process dies of SIGKILL too
                 proc.wait(timeout=10)
 
     def __enter__(self) -> LocalCluster:
