@@ -17,6 +17,7 @@ import socket
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -24,7 +25,7 @@ from typing import BinaryIO
 import paramiko
 import tenacity
 
-from harness.errors import CommandFailed, CommandTimeout, HarnessError
+from harness.errors import CommandFailed, CommandTimeout, HarnessError, SshRefused
 from harness.wait import wait_for
 
 
@@ -42,31 +43,52 @@ class Result:
 
 
 class Ssh:
-    """One SSH connection to a node, as root, authenticated with the run's key.
+    """One SSH connection to a node, as `user` (root by default), authenticated with `key` or with
+    ssh-agent's keys (`agent`).
 
     `exec` and `check` may be called from several threads at once (each is its own
-    channel); the SFTP copies share one session and are for one thread at a time.
+    channel); the SFTP copies share one session and are for one thread at a time. `wrap`
+    rewrites every command before it runs (e.g. through `sudo`); SFTP copies run as `user`.
+    Host keys are checked against `known_hosts` when given, else accepted.
     """
 
-    def __init__(self, host: str, port: int, key: paramiko.PKey, *, name: str = "", user: str = "root"):
+    def __init__(self, host: str, port: int, key: paramiko.PKey | None, *, name: str = "", user: str = "root",
+                 agent: bool = False, known_hosts: Path | None = None,
+                 wrap: Callable[[str], str] | None = None,
+                 hint: str = "is the container running sshd? see `docker logs` of it"):
         self.host = host
         self.port = port
         self.name = name or f"{host}:{port}"
         self._key = key
         self._user = user
+        self._agent = agent
+        self._known_hosts = known_hosts
+        self._wrap = wrap
+        self._hint = hint
         self._client: paramiko.SSHClient | None = None
         self._sftp: paramiko.SFTPClient | None = None
 
     def connect(self, wait: float = 30.0) -> None:
-        """Connect, retrying until sshd answers and accepts the key, for at most `wait` seconds."""
+        """Connect, retrying until sshd answers and accepts the key, for at most `wait` seconds.
+
+        SshRefused at once when the host refuses the login or its host key does not match
+        `known_hosts`; HarnessError when it does not answer within `wait`.
+        """
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_delay(wait), wait=tenacity.wait_fixed(0.2),
-            retry=tenacity.retry_if_exception_type((OSError, paramiko.SSHException)), reraise=True)
+            retry=tenacity.retry_if_exception(_transient), reraise=True)
         try:
             retrying(self._connect_once)
+        except paramiko.AuthenticationException as e:
+            how = "ssh-agent's keys" if self._agent else "the key"
+            raise SshRefused(f"{self.name}: {self._user}@{self.host}:{self.port} refused {how} ({e}); check "
+                             "the user and that the public key is in its ~/.ssh/authorized_keys") from e
+        except paramiko.BadHostKeyException as e:
+            raise SshRefused(f"{self.name}: the host key of {self.host}:{self.port} does not match "
+                             f"{self._known_hosts} ({e})") from e
         except (OSError, paramiko.SSHException) as e:
             raise HarnessError(f"cannot SSH to {self.name} at {self.host}:{self.port} within {wait:.0f} s "
-                               f"({e}); is the container running sshd? see `docker logs` of it") from e
+                               f"({e or type(e).__name__}); {self._hint}") from e
 
     def _connect_once(self) -> None:
         # Until sshd runs, docker's port proxy accepts and then drops the connection; wait for
@@ -75,10 +97,13 @@ class Ssh:
             if not probe.recv(4).startswith(b"SSH-"):
                 raise OSError(f"no SSH banner from {self.host}:{self.port} yet")
         client = paramiko.SSHClient()
-        # Host keys are made fresh in each container at start: there is nothing to pin.
-        client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+        if self._known_hosts is not None:
+            client.load_host_keys(str(self._known_hosts))
+            client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        else:  # containers make fresh host keys at start: there is nothing to pin
+            client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
         try:
-            client.connect(self.host, self.port, username=self._user, pkey=self._key, allow_agent=False,
+            client.connect(self.host, self.port, username=self._user, pkey=self._key, allow_agent=self._agent,
                            look_for_keys=False, timeout=5, banner_timeout=5, auth_timeout=5)
         except BaseException:
             client.close()
@@ -105,7 +130,7 @@ class Ssh:
         deadline = time.monotonic() + timeout
         chan = self._transport().open_session(timeout=timeout)
         try:
-            chan.exec_command(command)
+            chan.exec_command(self._wrap(command) if self._wrap else command)
             chan.shutdown_write()
             err = bytearray()
             fd = chan.fileno()
@@ -175,6 +200,12 @@ class Ssh:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _transient(error: BaseException) -> bool:
+    """Worth another try: sshd not up yet, a dropped connection; not a refused login or a wrong host key."""
+    refused = (paramiko.AuthenticationException, paramiko.BadHostKeyException)
+    return isinstance(error, OSError | paramiko.SSHException) and not isinstance(error, refused)
 
 
 class RemoteProcess:

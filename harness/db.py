@@ -14,7 +14,9 @@ power-loss file system (`nemesis/agents/lazyfs.py`), mounted by `start` before t
 runs, over a folder of the node's volume; `node.log`, `events.jsonl` and `stdout.log` then
 go to `log_dir`, another folder of the volume, so a power loss never eats the evidence.
 
-The interface others use:
+The node lifecycle (start, kill, pause, collect ...) is `harness.sshnodes.SshNodes`, shared
+with the Db on machines of an inventory (`harness.hostsdb`); `harness.rundb.RunDb` is the
+seam a run sees. The interface others use:
 * `names` (n1..nN), `node(name)` -> `Node` (`address` inside the run network,
   `client_port` and `ssh_port` published on 127.0.0.1), `address(name)`,
   `client_peers()` -> {name: Address(127.0.0.1, client port)} for `nodes.client.Client`,
@@ -40,7 +42,6 @@ network namespaces and die with them. A run killed with SIGKILL leaves resources
 from __future__ import annotations
 
 import contextlib
-import shlex
 import signal
 import tempfile
 import threading
@@ -50,29 +51,26 @@ from types import FrameType
 from typing import Any
 
 from harness.cluster import DATA_DIR, DISK_DIR, NODE_PORT, Cluster, Node, connect, new_run_id
-from harness.control import RemoteProcess, Ssh
+from harness.control import Ssh
 from harness.errors import HarnessError
 from harness.image import ensure_images
 from harness.keys import create_key_pair
-from harness.wait import wait_for
-from nemesis.power import mount_command
-from nodes.client import Client, ClientError
+from harness.sshnodes import SshNodes
 from nodes.peers import Address
 
 PIDFILE = "/run/dledger-node.pid"
-STDOUT_LOG = "stdout.log"  # in the log dir
 STORE_DIR = f"{DISK_DIR}/store"  # with `fuse`: what the power-loss file system keeps on the volume
 FUSE_LOG_DIR = f"{DISK_DIR}/log"
 
 
-class Db:
+class Db(SshNodes):
     """A cluster of N DLedger nodes in containers of one run; see the module doc."""
 
     def __init__(self, nodes: int = 3, *, serve_args: Sequence[str] = (), run_id: str | None = None,
                  key_dir: Path | None = None, image: str | None = None, fuse: bool = False):
+        super().__init__(serve_args, fuse, pidfile=PIDFILE, data_dir=DATA_DIR, store_dir=STORE_DIR,
+                         fuse_log_dir=FUSE_LOG_DIR)
         self.run_id = run_id or new_run_id()
-        self.fuse = fuse
-        self.serve_args = list(serve_args)
         self.size = nodes
         self._image = image
         self._key_dir = key_dir
@@ -105,7 +103,7 @@ class Db:
 
     def teardown(self) -> None:
         """Close SSH, remove the run's containers, volumes and network; safe at any point, and twice."""
-        with _signals_held():
+        with signals_held():
             for ssh in self._ssh.values():
                 ssh.close()
             self._ssh.clear()
@@ -168,116 +166,10 @@ class Db:
         self.node(name)
         return self._ssh[name]
 
-    def exec(self, name: str, command: str, timeout: float = 10.0) -> str:
-        """Run `command` on the node; its stdout; CommandFailed if it exits non-zero."""
-        return self.ssh(name).check(command, timeout)
-
-    def process(self, name: str) -> RemoteProcess:
-        """The node's DLedger process."""
-        return RemoteProcess(self.ssh(name), PIDFILE, f"{self.log_dir}/{STDOUT_LOG}")
-
-    def serve_command(self, name: str) -> str:
-        args = ["python3", "-m", "nodes", "serve", "--id", name, "--peers", self.peers_arg(),
-                "--data-dir", DATA_DIR, *(["--log-dir", self.log_dir] if self.fuse else []), *self.serve_args]
-        return shlex.join(args)
-
-    def start(self, name: str | None = None, wait: float = 20.0) -> None:
-        """Start the node (every node when None) unless it runs; wait until each listens on its port."""
-        targets = [name] if name else self.names
-        for target in targets:
-            if not self.process(target).running():
-                if self.fuse:
-                    self.mount(target)
-                self.process(target).start(self.serve_command(target))
-        for target in targets:
-            self._wait_listening(target, wait)
-
-    def _wait_listening(self, name: str, wait: float) -> None:
-        stdout_log = self.process(name).logfile
-
-        def listening() -> bool:
-            if not self.process(name).running():
-                log = self.ssh(name).exec(f"tail -n 20 {stdout_log}").stdout
-                raise HarnessError(f"{name}: the node exited at start; the end of {stdout_log}:\n{log}")
-            return bool(self.ssh(name).exec(f"ss -Hltn 'sport = :{NODE_PORT}'").stdout.strip())
-
-        wait_for(listening, wait, f"{name}: the node does not listen on port {NODE_PORT} after {wait} s; "
-                                  f"see {stdout_log} in its container")
-
-    def kill(self, name: str) -> None:
-        """SIGKILL the node process and wait until it is gone."""
-        if self.process(name).signal("KILL"):
-            self.process(name).wait_exit()
-
-    def stop(self, name: str, wait: float = 10.0) -> None:
-        """SIGTERM the node process (graceful: flush and close) and wait until it exits."""
-        process = self.process(name)
-        if process.signal("CONT") and process.signal("TERM"):
-            process.wait_exit(wait)
-
-    def pause(self, name: str) -> None:
-        """SIGSTOP the node process."""
-        self.process(name).signal("STOP")
-
-    def resume(self, name: str) -> None:
-        """SIGCONT the node process."""
-        self.process(name).signal("CONT")
-
-    def running(self, name: str) -> bool:
-        return self.process(name).running()
-
-    def state(self, name: str) -> str | None:
-        """The node process's `ps` state letter (`T` while paused), None when it is gone."""
-        return self.process(name).state()
-
-    @property
-    def data_dir(self) -> str:
-        """The node's data directory on every node (store, currterm, control files)."""
-        return DATA_DIR
-
-    @property
-    def log_dir(self) -> str:
-        """Where the node writes node.log, events.jsonl and stdout.log: its data dir, or with `fuse`
-        a folder of its volume beside the file system's store."""
-        return FUSE_LOG_DIR if self.fuse else DATA_DIR
-
-    def mount(self, name: str) -> None:
-        """With `fuse`: mount the power-loss file system at the data dir, unless it serves there."""
-        self.exec(name, f"mkdir -p {FUSE_LOG_DIR} && {mount_command(STORE_DIR, DATA_DIR)}", timeout=60)
-
-    # -- the group -------------------------------------------------------------------
-
-    def leader(self, timeout: float = 1.0) -> str | None:
-        """The node that claims leadership in the highest term among those that answer, if any."""
-        claims: list[tuple[int, str]] = []
-        with Client(self.client_peers(), timeout=timeout) as client:
-            for name in self.names:
-                with contextlib.suppress(ClientError):
-                    meta = client.metadata(node=name, timeout=timeout)
-                    if meta.role == "leader":
-                        claims.append((meta.term, name))
-        return max(claims)[1] if claims else None
-
-    def wait_for_leader(self, timeout: float = 30.0) -> str:
-        """Wait until some node leads; its name. HarnessError after `timeout` seconds."""
-        failure = f"no leader elected within {timeout} s; see node.log of each node"
-        return wait_for(self.leader, timeout, failure) or ""
-
-    def collect(self, results_dir: Path) -> dict[str, list[Path]]:
-        """Copy each node's data dir and log dir (node.log, events.jsonl, store files) to
-        results_dir/nodes/<node>/."""
-        copied: dict[str, list[Path]] = {}
-        failures: list[str] = []
-        for name in self.names:
-            try:
-                local = results_dir / "nodes" / name
-                copied[name] = [path for folder in dict.fromkeys((self.log_dir, DATA_DIR))
-                                for path in self.ssh(name).download_tree(folder, local)]
-            except (OSError, HarnessError) as e:
-                failures.append(f"{name}: {e}")
-        if failures:
-            raise HarnessError("could not collect the files of " + "; ".join(failures))
-        return copied
+    def left_running(self) -> str:
+        """How to reach the cluster left running, and how to remove it."""
+        return (f"cluster {self.run_id} left running; client ports {self.client_peers()}; "
+                "remove it with: python -m harness clean")
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -285,7 +177,7 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 @contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
+def signals_held() -> Iterator[None]:
     """Hold SIGINT and SIGTERM until the block is done, then raise KeyboardInterrupt if one came."""
     if threading.current_thread() is not threading.main_thread():
         yield

@@ -21,3 +21,12 @@ class CommandFailed(HarnessError):
 
 class CommandTimeout(HarnessError):
     """A command run on a node over SSH did not finish in time."""
+
+
+class SshRefused(HarnessError):
+    """A host answered SSH but refused the login (key or user not accepted) or its host key did not match."""
+
+
+class HostsRefused(HarnessError):
+    """The inventory's hosts cannot run what was asked: tools, privileges or folders are missing; the
+    message lists every problem, host by host."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.inventory import Inventory, load_inventory
 from nemesis import catalogue
 from nodes.messages import ReadMode
 
@@ -80,6 +81,10 @@ FLAGS: tuple[Flag, ...] = (
     Flag("leave-running", False,
          "leave the cluster up after the run (remove it with python -m harness clean)", replay=False,
          switch=True),
+    Flag("hosts", None, "run on the machines of this inventory (TOML) over SSH instead of containers; "
+                        "--nodes is then its number of hosts"),
+    Flag("keep", False, "with --hosts: leave the copied code on the hosts (the next run reuses it)",
+         replay=False, switch=True),
 )
 
 
@@ -111,9 +116,28 @@ def validate(args: argparse.Namespace) -> None:
         problem = flag.check(value) if flag.check and value is not None else None
         if problem:
             raise ValueError(f"--{flag.name} {value}: {problem}")
+    args.inventory = _inventory(args)
     args.workers = parse_concurrency(args.concurrency, args.nodes)
     args.faults = catalogue.resolve(args.nemesis)
     args.fault_options = catalogue.parse_options({o.dest: getattr(args, o.dest) for o in catalogue.options()})
+
+
+def _inventory(args: argparse.Namespace) -> Inventory | None:
+    """The `--hosts` inventory, read and checked; sets `args.nodes` to its number of hosts."""
+    if args.hosts is None:
+        if args.keep:
+            raise ValueError("--keep: only with --hosts (containers leave nothing to keep)")
+        return None
+    inventory = load_inventory(Path(args.hosts))
+    count = len(inventory.hosts)
+    default = next(flag.default for flag in FLAGS if flag.name == "nodes")
+    if args.nodes not in (default, count):
+        raise ValueError(f"--nodes {args.nodes}: {args.hosts} names {count} hosts; "
+                         "leave --nodes out with --hosts")
+    if not 3 <= count <= 9:
+        raise ValueError(f"--hosts {args.hosts}: names {count} hosts; a run needs 3 to 9")
+    args.nodes = count
+    return inventory
 
 
 def replayed(args: argparse.Namespace, faults: list[str]) -> dict[str, Any]:
@@ -129,5 +153,7 @@ def reproduce_command(args: argparse.Namespace, faults: list[str], seed: int, na
     """The command line that reruns this test's schedule."""
     parts = ["python", "-m", "harness", "run"]
     for dest, value in replayed(args, faults).items():
+        if value is None:
+            continue
         parts += [f"--{dest.replace('_', '-')}", f"{value:g}" if isinstance(value, float) else str(value)]
     return shlex.join([*parts, "--seed", str(seed), "--name", name])

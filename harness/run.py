@@ -1,4 +1,5 @@
-"""Run chaos tests against a DLedger cluster in containers, then check and report each one.
+"""Run chaos tests against a DLedger cluster, in containers or on the hosts of an inventory
+(`--hosts`), then check and report each one.
 
 Phases of one test: setup → workload + nemesis for the time limit → heal everything → wait
 (bounded) for a leader and catch-up → final reads from every node → collect files →
@@ -20,7 +21,7 @@ from typing import Any
 
 from harness import flags
 from harness.cluster import connect
-from harness.errors import HarnessError
+from harness.errors import HarnessError, HostsRefused, SshRefused
 from harness.faultlog import run_fault_log
 from harness.final import read_final_logs, wait_for_catch_up
 from harness.generator import Mix, Slotted, nemesis_schedule
@@ -28,6 +29,7 @@ from harness.history import History
 from harness.nemesis_runner import NemesisRunner
 from harness.progress import LeaderWatch, ProgressLine, run_status
 from harness.results import create_run_dir, git_commit, point_latest, write_json
+from harness.rundb import RunDb, check_hosts, open_db
 from harness.workload import WorkloadState, start_workers
 from nemesis import catalogue
 from nodes.client import Client
@@ -48,15 +50,24 @@ def _terminate(signum: int, frame: object) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run `--test-count` tests (a summary line each when more than one); the worst verdict's exit code.
 
-    Bad flags raise `UsageError` (exit 254 with the usage) and a missing Docker engine raises
-    `EngineUnavailable` (one sentence, exit 255), both before any results folder is made.
+    Bad flags (and a bad `--hosts` inventory) raise `UsageError` (exit 254 with the usage) and a
+    missing Docker engine raises `EngineUnavailable` (one sentence, exit 255), both before any
+    results folder is made. With `--hosts`, every host is probed first: one that refuses the
+    login or lacks what the faults need exits 254, one that cannot be reached 255.
     """
     try:
         flags.validate(args)
     except ValueError as e:
         raise UsageError(str(e)) from None
     faults = args.faults
-    connect().close()
+    if args.inventory is None:
+        connect().close()
+    else:
+        try:
+            check_hosts(args.inventory, faults)
+        except (HostsRefused, SshRefused) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_BAD_ARGS
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     name = args.name or f"dledger-{'-'.join(catalogue.resolve_words(args.nemesis)) or 'no-faults'}"
     codes = []
@@ -104,6 +115,7 @@ def run_test(args: argparse.Namespace, faults: list[str], name: str, seed: int) 
         "nemesis": faults,
         "faults": catalogue.vocabulary(faults),
         "git_commit": git_commit(REPO),
+        **({"inventory": args.inventory.record()} if args.inventory else {}),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "reproduce": flags.reproduce_command(args, faults, seed, name),
         "argv": sys.argv,
@@ -178,8 +190,6 @@ class TestRun:
 
     def execute(self) -> None:
         """Setup, workload, heal, final reads, collect; the Db is torn down whatever happens."""
-        from harness.db import Db
-
         args = self.args
         serve_args = [
             "--flush",
@@ -192,8 +202,7 @@ class TestRun:
             "64",
         ]
         t = time.monotonic()
-        db = Db(args.nodes, serve_args=serve_args, key_dir=self.run_dir / "ssh",
-                fuse="fuse" in catalogue.needs(self.faults))
+        db = open_db(args.inventory, args.nodes, serve_args, self.run_dir, self.faults, keep=args.keep)
         self.test["run_id"] = db.run_id
         write_json(self.run_dir / "test.json", self.test)
         db.setup()
@@ -227,15 +236,11 @@ class TestRun:
             self.phase("collect", t)
             if args.leave_running:
                 self.test["left_running"] = db.run_id
-                print(
-                    f"cluster {db.run_id} left running; client ports {db.client_peers()}; "
-                    "remove it with: python -m harness clean",
-                    file=sys.stderr,
-                )
+                print(db.left_running(), file=sys.stderr)
             else:
                 db.teardown()
 
-    def workload(self, db: Any, history: History) -> None:
+    def workload(self, db: RunDb, history: History) -> None:
         """Clients and nemesis for the time limit, then heal everything and restart dead nodes."""
         args = self.args
         t = time.monotonic()

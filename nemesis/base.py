@@ -153,8 +153,13 @@ class Family:
 
     `repeat`: for an instant family that fires again and again while its slot in the schedule
     lasts (leader churn), the `dest` of its option giving the seconds between firings; None
-    fires it once per slot. `needs`: node capabilities
-    the family requires (`"fuse"`: the data dir on the power-loss file system).
+    fires it once per slot. `needs`: node capabilities the family requires: `"fuse"` (the
+    data dir on the power-loss file system: /dev/fuse, fusermount3, python3-pyfuse3),
+    `"root"` (privileged commands: iptables, tc, mounts, files in /run), `"iptables"`,
+    `"tc"`, `"eth0"` (it shapes eth0, so the peer traffic must go through it), `"agents"`
+    (it runs programs from /opt/dledger/agents). Containers have all of them; on machines of
+    an inventory (`harness run --hosts`) a run whose families need what a host lacks is refused
+    before it starts.
     """
 
     name: str

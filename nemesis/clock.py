@@ -110,4 +110,4 @@ CLOCK = Family(
         Option("clock-strobe-ms", "100", "how long a strobing clock stays at each offset, ms",
                parse=positive),
     ),
-    weight=1.0)
+    weight=1.0, needs=frozenset({"root"}))  # the strobe loop's pid file is in /run

@@ -84,4 +84,4 @@ DISK = Family(
         Option("disk-files", ",".join(FILES), f"store files disk faults damage: {', '.join(FILES)}",
                choices=FILES, parse=comma_list),
     ),
-    weight=0.5)
+    weight=0.5, needs=frozenset({"agents"}))

@@ -319,4 +319,4 @@ PACKET = Family(
         Option("packet-rate-kbit", "100", "bandwidth of a rate-limited link, kbit/s each way",
                parse=positive),
     ),
-    weight=1.0)
+    weight=1.0, needs=frozenset({"root", "iptables", "tc", "eth0", "agents"}))

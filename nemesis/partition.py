@@ -133,4 +133,4 @@ PARTITION = Family(
     help="cut the network with iptables into one of the chosen shapes",
     options=(Option("partition-shapes", DEFAULT_SHAPES,
                     f"partition shapes to draw from: {', '.join(SHAPES)}", choices=SHAPES),),
-    weight=1.0)
+    weight=1.0, needs=frozenset({"root", "iptables"}))

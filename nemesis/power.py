@@ -85,4 +85,4 @@ POWER_LOSS = Family(
     help="cut the targets' power: SIGKILL the node and drop every write it had not fsynced, then "
          "start it again",
     options=(targets_option("power-loss", "all,majority,minority,one"),), weight=0.5,
-    needs=frozenset({"fuse"}))
+    needs=frozenset({"fuse", "root", "agents"}))

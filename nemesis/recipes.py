@@ -239,11 +239,11 @@ PART_KILL = Family(
     make=lambda nodes, options: PartKillFault(nodes, _step_s(options)),
     help="partition a minority off, crash a node of the majority, heal so the stale minority joins the "
          "new majority; restart the crashed node at stop",
-    options=(STEP,), weight=0.5)
+    options=(STEP,), weight=0.5, needs=frozenset({"root", "iptables"}))
 
 SWIZZLE_CLOG = Family(
     name="swizzle-clog", label="swizzle clog", start_f="start-swizzle-clog", stop_f="stop-swizzle-clog",
     make=lambda nodes, options: SwizzleClogFault(nodes, _step_s(options)),
     help="clog a majority or more of the nodes one by one (all traffic to and from each dropped), "
          "unclog them in a random order at stop",
-    options=(STEP,), weight=0.5)
+    options=(STEP,), weight=0.5, needs=frozenset({"root", "iptables"}))

@@ -1,0 +1,180 @@
+"""What every Db does to its nodes over SSH, wherever they run: containers (`harness.db.Db`) or
+machines of an inventory (`harness.hostsdb.HostsDb`).
+
+The node is `python3 -m nodes serve`, a detached process tracked by a pid file
+(`harness.control.RemoteProcess`): `start` (every node when None; a running node is left
+alone; waits until each listens), `kill` (SIGKILL), `stop` (SIGTERM, waits for the exit),
+`pause`/`resume` (SIGSTOP/SIGCONT), `running`, `state`; `leader` and `wait_for_leader` ask
+the nodes' client ports; `collect` copies each node's data and log dirs into the results
+folder. With `fuse` (the power-loss fault) `start` first mounts the power-loss file system
+at the data dir over `store_dir`, and the node's logs go to `fuse_log_dir`, off that mount.
+
+A subclass says where things are: the same paths on every node (`pidfile`, `data_dir`: the
+node's data dir, `store_dir` and `fuse_log_dir`: with `fuse`, the folder the file system keeps
+its files in and the node's log dir), and `names`, `ssh(name)`, `peers_arg()`,
+`client_peers()` and any `listen_args(name)`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.cluster import NODE_PORT
+from harness.control import RemoteProcess, Ssh
+from harness.errors import HarnessError
+from harness.wait import wait_for
+from nemesis.power import mount_command
+from nodes.client import Client, ClientError
+from nodes.peers import Address
+
+STDOUT_LOG = "stdout.log"  # in the log dir
+
+
+class SshNodes(ABC):
+    """The node lifecycle over SSH; see the module doc."""
+
+    def __init__(self, serve_args: Sequence[str], fuse: bool, *, pidfile: str, data_dir: str, store_dir: str,
+                 fuse_log_dir: str) -> None:
+        self.serve_args = list(serve_args)
+        self.fuse = fuse
+        self.pidfile = pidfile
+        self.data_dir = data_dir
+        self.store_dir = store_dir
+        self.fuse_log_dir = fuse_log_dir
+
+    # -- where things are (the subclass) ---------------------------------------------------
+
+    @property
+    @abstractmethod
+    def names(self) -> list[str]:
+        ...
+
+    @abstractmethod
+    def ssh(self, name: str) -> Ssh:
+        ...
+
+    @abstractmethod
+    def peers_arg(self) -> str:
+        """The `--peers` value the nodes run with."""
+
+    @abstractmethod
+    def client_peers(self) -> dict[str, Address]:
+        """Where the harness reaches each node's client port."""
+
+    def listen_args(self, name: str) -> list[str]:
+        """Extra `serve` arguments on where the node listens (none: its peer address)."""
+        return []
+
+    # -- the node process ------------------------------------------------------------------
+
+    @property
+    def log_dir(self) -> str:
+        """Where the node writes node.log, events.jsonl and stdout.log: its data dir, or with `fuse`
+        a folder beside the file system's store."""
+        return self.fuse_log_dir if self.fuse else self.data_dir
+
+    def exec(self, name: str, command: str, timeout: float = 10.0) -> str:
+        """Run `command` on the node; its stdout; CommandFailed if it exits non-zero."""
+        return self.ssh(name).check(command, timeout)
+
+    def process(self, name: str) -> RemoteProcess:
+        """The node's DLedger process."""
+        return RemoteProcess(self.ssh(name), self.pidfile, f"{self.log_dir}/{STDOUT_LOG}")
+
+    def serve_command(self, name: str) -> str:
+        args = ["python3", "-m", "nodes", "serve", "--id", name, "--peers", self.peers_arg(),
+                "--data-dir", self.data_dir, *(["--log-dir", self.log_dir] if self.fuse else []),
+                *self.listen_args(name), *self.serve_args]
+        return shlex.join(args)
+
+    def start(self, name: str | None = None, wait: float = 20.0) -> None:
+        """Start the node (every node when None) unless it runs; wait until each listens on its port."""
+        targets = [name] if name else self.names
+        for target in targets:
+            if not self.process(target).running():
+                if self.fuse:
+                    self.mount(target)
+                self.process(target).start(self.serve_command(target))
+        for target in targets:
+            self._wait_listening(target, wait)
+
+    def _wait_listening(self, name: str, wait: float) -> None:
+        stdout_log = self.process(name).logfile
+
+        def listening() -> bool:
+            if not self.process(name).running():
+                log = self.ssh(name).exec(f"tail -n 20 {stdout_log}").stdout
+                raise HarnessError(f"{name}: the node exited at start; the end of {stdout_log}:\n{log}")
+            return bool(self.ssh(name).exec(f"ss -Hltn 'sport = :{NODE_PORT}'").stdout.strip())
+
+        wait_for(listening, wait, f"{name}: the node does not listen on port {NODE_PORT} after {wait} s; "
+                                  f"see {stdout_log} on it")
+
+    def kill(self, name: str) -> None:
+        """SIGKILL the node process and wait until it is gone."""
+        if self.process(name).signal("KILL"):
+            self.process(name).wait_exit()
+
+    def stop(self, name: str, wait: float = 10.0) -> None:
+        """SIGTERM the node process (graceful: flush and close) and wait until it exits."""
+        process = self.process(name)
+        if process.signal("CONT") and process.signal("TERM"):
+            process.wait_exit(wait)
+
+    def pause(self, name: str) -> None:
+        """SIGSTOP the node process."""
+        self.process(name).signal("STOP")
+
+    def resume(self, name: str) -> None:
+        """SIGCONT the node process."""
+        self.process(name).signal("CONT")
+
+    def running(self, name: str) -> bool:
+        return self.process(name).running()
+
+    def state(self, name: str) -> str | None:
+        """The node process's `ps` state letter (`T` while paused), None when it is gone."""
+        return self.process(name).state()
+
+    def mount(self, name: str) -> None:
+        """With `fuse`: mount the power-loss file system at the data dir, unless it serves there."""
+        self.exec(name, f"mkdir -p {shlex.quote(self.fuse_log_dir)} && "
+                        f"{mount_command(self.store_dir, self.data_dir)}", timeout=60)
+
+    # -- the group -------------------------------------------------------------------------
+
+    def leader(self, timeout: float = 1.0) -> str | None:
+        """The node that claims leadership in the highest term among those that answer, if any."""
+        claims: list[tuple[int, str]] = []
+        with Client(self.client_peers(), timeout=timeout) as client:
+            for name in self.names:
+                with contextlib.suppress(ClientError):
+                    meta = client.metadata(node=name, timeout=timeout)
+                    if meta.role == "leader":
+                        claims.append((meta.term, name))
+        return max(claims)[1] if claims else None
+
+    def wait_for_leader(self, timeout: float = 30.0) -> str:
+        """Wait until some node leads; its name. HarnessError after `timeout` seconds."""
+        failure = f"no leader elected within {timeout} s; see node.log of each node"
+        return wait_for(self.leader, timeout, failure) or ""
+
+    def collect(self, results_dir: Path) -> dict[str, list[Path]]:
+        """Copy each node's data dir and log dir (node.log, events.jsonl, store files) to
+        results_dir/nodes/<node>/."""
+        copied: dict[str, list[Path]] = {}
+        failures: list[str] = []
+        for name in self.names:
+            try:
+                local = results_dir / "nodes" / name
+                copied[name] = [path for folder in dict.fromkeys((self.log_dir, self.data_dir))
+                                for path in self.ssh(name).download_tree(folder, local)]
+            except (OSError, HarnessError) as e:
+                failures.append(f"{name}: {e}")
+        if failures:
+            raise HarnessError("could not collect the files of " + "; ".join(failures))
+        return copied
