@@ -1,8 +1,9 @@
 """The SparkSession the checker runs on: local[*] on 127.0.0.1 by default, or a cluster.
 
 `--spark-master URL` or `SPARK_MASTER` picks a cluster (e.g. `spark://127.0.0.1:7077`);
-otherwise Spark runs embedded in this process. Either way the driver binds to 127.0.0.1,
-the UI is off and the JVM logs only errors.
+otherwise Spark runs embedded in this process. The driver binds to 127.0.0.1 unless
+`SPARK_DRIVER_HOST` names the address a cluster elsewhere reaches this machine at; the UI
+is off and the JVM logs only errors.
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ def master_url(requested: str | None = None) -> str:
     return requested or os.environ.get("SPARK_MASTER") or DEFAULT_MASTER
 
 
+def driver_host() -> str:
+    """The address the driver binds and a cluster's executors call back: `SPARK_DRIVER_HOST`,
+    else loopback (tests and local runs keep all traffic on 127.0.0.1)."""
+    return os.environ.get("SPARK_DRIVER_HOST") or "127.0.0.1"
+
+
 def shuffle_partitions_for(input_bytes: int, cores: int) -> int:
     """Shuffle partitions sized to the input: about 256 MiB of JSON each, at least one per
     core, at most 256.
@@ -45,7 +52,8 @@ def session(
     A second call in the same process returns the running session, whatever its master:
     a process holds one SparkContext.
     """
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    host = driver_host()
+    os.environ.setdefault("SPARK_LOCAL_IP", host)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # The throughput collector: a check is one batch of short-lived rows, and G1's
@@ -55,8 +63,8 @@ def session(
     builder = (
         SparkSession.builder.master(master_url(master))
         .appName("dledger-chaos-checker")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", host)
+        .config("spark.driver.bindAddress", host)
         .config("spark.driver.memory", memory)
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.executor.extraJavaOptions", java_opts)
