@@ -11,6 +11,8 @@ COMMANDS = {
     "get": "nodes.tools",
     "metadata": "nodes.tools",
     "transfer": "nodes.tools",
+    "pull": "nodes.tools",
+    "promote": "nodes.tools",
     "simulate": "nodes.sim.cli",
     "simulate-many": "nodes.sim.many",
 }

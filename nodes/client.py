@@ -1,5 +1,9 @@
 """Client library for a DLedger group: leader discovery, redirects, timeouts, failure kinds.
 
+The same client talks to a master-slave group (`serve --mode master-slave`): its leader is
+the master, and `pull` (a consumer's read by offset) and `promote` (make a slave the
+master) are for that mode only.
+
     client = Client(parse_peers("n1=127.0.0.1:9001,n2=127.0.0.1:9002"), timeout=3.0)
     ack = client.append(b"p1-1")          # AppendAck(first_index, last_index, term, node)
 
@@ -35,9 +39,18 @@ from nodes.clientapi import (
     GetRequest,
     LeadershipTransferRequest,
     MetadataRequest,
+    PromoteRequest,
+    PullRequest,
 )
 from nodes.codec import CodecError, MessageCodec
-from nodes.messages import AppendResponse, MetadataResponse, ReadResponse, TransferResponse
+from nodes.messages import (
+    AppendResponse,
+    MetadataResponse,
+    PromoteResponse,
+    PullResponse,
+    ReadResponse,
+    TransferResponse,
+)
 from nodes.peers import Address
 from nodes.protocol import wire_codec
 from nodes.store.logstore import Entry
@@ -85,6 +98,25 @@ class ReadResult:
 @dataclass(frozen=True, slots=True)
 class TransferResult:
     term: int
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class PullResult:
+    """A pull's entries from `node`, where to pull next (`next_offset`, from `suggest`), and
+    the range that node serves (`min_offset..max_offset`)."""
+
+    entries: list[Entry]
+    next_offset: int
+    min_offset: int
+    max_offset: int
+    suggest: str | None
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class PromoteResult:
+    epoch: int
     node: str
 
 
@@ -233,13 +265,7 @@ class Client:
         may come back shorter: `last_index` says how far the answer goes.
         """
         request = GetRequest(first, first if last is None else last, self.group, mode)
-        deadline = self._deadline(timeout)
-        if node is not None:
-            reply = self._single_call(node, request, ReadResponse, deadline)
-        else:
-            node, reply = self._leader_call(request, ReadResponse, deadline, idempotent=True)
-        if reply.code != Code.SUCCESS:
-            raise DefiniteFailure(f"{node} answered {reply.code.name}", reply.code, reply.leader)
+        node, reply = self._read_call(request, ReadResponse, node, timeout)
         return ReadResult(reply.entries, reply.commit_index, node, reply.last_index)
 
     def transfer(self, to: str, timeout: float | None = None) -> TransferResult:
@@ -253,10 +279,31 @@ class Client:
             idempotent=True,
         )
         if reply.code != Code.SUCCESS:
-            kind = DefiniteFailure if reply.code == Code.NOT_LEADER else IndeterminateFailure
+            definite = reply.code in (Code.NOT_LEADER, Code.UNSUPPORTED)
+            kind = DefiniteFailure if definite else IndeterminateFailure
             raise kind(f"{node} answered {reply.code.name}", reply.code, reply.leader)
         self.leader = to
         return TransferResult(reply.term, node)
+
+    def pull(
+        self, offset: int, max_entries: int = 32, node: str | None = None, timeout: float | None = None
+    ) -> PullResult:
+        """Master-slave mode: up to `max_entries` entries from `offset` on, from `node`, or from
+        the master when None; the answer says which node to pull from next (`suggest`)."""
+        request = PullRequest(offset, max_entries, self.group)
+        node, reply = self._read_call(request, PullResponse, node, timeout)
+        return PullResult(reply.entries, reply.next_offset, reply.min_offset, reply.max_offset, reply.suggest,
+                          node)
+
+    def promote(self, node: str, role: str = "", timeout: float | None = None) -> PromoteResult:
+        """Master-slave mode: make `node` the master (`role` SYNC_MASTER or ASYNC_MASTER; ""
+        keeps the flavour of the master it followed). Returns once it is."""
+        reply = self._single_call(node, PromoteRequest(role, self.group), PromoteResponse,
+                                  self._deadline(timeout))
+        if reply.code != Code.SUCCESS:
+            raise DefiniteFailure(f"{node} answered {reply.code.name}", reply.code, reply.leader)
+        self.leader = node
+        return PromoteResult(reply.epoch, node)
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -282,8 +329,22 @@ class Client:
             )
         if not isinstance(reply, kind):
             raise IndeterminateFailure(
-                f"{node} answered with {type(reply).__name__}, not {kind.__name__}", Code.ILLEGAL_RESPONSE
+                f"{node} answered with {type(reply).__name__}, not {kind.__name__}", Code.UNKNOWN
             )
+
+    def _read_call(
+        self, request: Any, kind: type, node: str | None, timeout: float | None
+    ) -> tuple[str, Any]:
+        """A read-only request to `node` (no redirect), or to the leader; DefiniteFailure
+        unless it answers SUCCESS."""
+        deadline = self._deadline(timeout)
+        if node is not None:
+            reply = self._single_call(node, request, kind, deadline)
+        else:
+            node, reply = self._leader_call(request, kind, deadline, idempotent=True)
+        if reply.code != Code.SUCCESS:
+            raise DefiniteFailure(f"{node} answered {reply.code.name}", reply.code, reply.leader)
+        return node, reply
 
     def _single_call(self, node: str, request: Any, kind: type, deadline: float) -> Any:
         if node not in self.peers:

@@ -1,9 +1,15 @@
 """The client API requests on the node's port, and the error answer to any bad frame.
 
 The answers are the core's response dataclasses (`nodes.messages`: AppendResponse,
-ReadResponse, TransferResponse, MetadataResponse), each with DLedger's response code and
-the leader this node knows, so a NOT_LEADER answer redirects. A request the node cannot
-take (malformed, unknown type, wrong group, bad argument) is answered with `ErrorResponse`.
+ReadResponse, TransferResponse, MetadataResponse, and in master-slave mode PullResponse
+and PromoteResponse), each with a response code and the leader (master) this node knows,
+so a NOT_LEADER answer redirects. A request the node cannot take (malformed, unknown type,
+wrong group, bad argument, a master-slave request in DLedger mode) is answered with
+`ErrorResponse`.
+
+Append outcomes in master-slave mode: SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT and
+FLUSH_DISK_TIMEOUT come after the master wrote the entry (as RocketMQ's broker does), so
+they are indeterminate, like a timeout.
 """
 
 from __future__ import annotations
@@ -59,4 +65,23 @@ class ErrorResponse:
     message: str = ""
 
 
-REQUEST_TYPES = (MetadataRequest, AppendRequest, GetRequest, LeadershipTransferRequest)
+@dataclass(frozen=True, slots=True)
+class PullRequest:
+    """A consumer's pull (master-slave mode): up to `max_entries` entries from `offset` on."""
+
+    offset: int
+    max_entries: int
+    group: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PromoteRequest:
+    """Make the node that gets this the master (master-slave mode); `role` is SYNC_MASTER or
+    ASYNC_MASTER, "" for the flavour of the master it followed."""
+
+    role: str = ""
+    group: str = ""
+
+
+REQUEST_TYPES = (MetadataRequest, AppendRequest, GetRequest, LeadershipTransferRequest, PullRequest,
+                 PromoteRequest)

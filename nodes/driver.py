@@ -1,9 +1,11 @@
-"""The one driver between a consensus core and IO, shared by the asyncio server and the simulator.
+"""The one driver between a node's logic and IO, shared by the asyncio server and the simulator.
 
-`Driver.drive()` takes the core's `Ready` and carries it out in the order the core needs
-(`nodes.core`): persist term and vote (the real term-file code, fsynced), write and
-truncate the store (never waiting for an fsync), record the store's commit index, send
-the messages, complete the clients, report role and commit changes. It also owns the
+The logic ("the core" below) is any `NodeLogic` (`nodes.logic`): the DLedger consensus
+core or the master-slave logic (`nodes.ha.node`). `Driver.drive()` takes the core's
+`Ready` and carries it out in the order the core needs (`nodes.core`): persist term and
+vote (the real term-file code, fsynced), write and truncate the store (never waiting for
+an fsync), record the store's commit index, send the messages, complete the clients,
+report role and commit changes. It also owns the
 flush policy: with `sync` flush it starts one group-commit flush whenever the store holds
 entries that are not durable and no flush is running (the host runs `store.flush()` where
 it likes, a thread or a simulated disk, then calls `flushed(now)`); with `async` flush
@@ -20,8 +22,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from nodes.core import Core, Ready
+from nodes.core import Ready
 from nodes.coverage import hit
+from nodes.logic import NodeLogic
 from nodes.logview import Append, StoreWrite
 from nodes.messages import ClientResponse, PeerMessage, ResponseCode
 from nodes.store.fs import REAL_FS, FileSystem
@@ -64,7 +67,7 @@ class Driver:
 
     def __init__(
         self,
-        core: Core,
+        core: NodeLogic,
         store: LogStore,
         data_dir: Path,
         persisted: TermState,

@@ -11,21 +11,30 @@ Append outcomes: SUCCESS is definite; NOT_LEADER, LEADER_PENDING_FULL, LEADER_TR
 DISK_FULL and UNEXPECTED_ARGUMENT (a body too large) are definite refusals (nothing was
 appended); TERM_CHANGED, WAIT_QUORUM_ACK_TIMEOUT and DISK_ERROR are *indeterminate* (the
 entry may still commit under a later leader), so a client must record them as unknown, not
-failed.
+failed. So are the master-slave mode's SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT and
+FLUSH_DISK_TIMEOUT: the master wrote the entry before answering (as RocketMQ's broker does).
+
+The master-slave mode (`nodes.ha`) adds its own peer messages (HaReport, HaPush,
+HaTruncate, HaEpoch) and client answers (PullResponse, PromoteResponse).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 
 from nodes.store.logstore import Entry
 
 
 class ResponseCode(IntEnum):
-    """DLedger's `DLedgerResponseCode`, same names and numbers."""
+    """DLedger's `DLedgerResponseCode`, same names and numbers, and RocketMQ's HA codes."""
 
     UNKNOWN = -1
+    # RocketMQ's broker codes (its `ResponseCode`, same names and numbers), answered to appends
+    # in master-slave mode; each leaves the entry in the master's log (indeterminate outcome)
+    FLUSH_DISK_TIMEOUT = 10
+    SLAVE_NOT_AVAILABLE = 11
+    FLUSH_SLAVE_TIMEOUT = 12
     SUCCESS = 200
     TIMEOUT = 300
     METADATA_ERROR = 301
@@ -255,6 +264,11 @@ class MetadataResponse:
 
     The server adds what its clock says: `wall_ms` (its wall clock, clock offset included)
     and `clock_offset_ms` (the offset the clock nemesis set), so a skew shows from outside.
+    `mode` is `dledger` or `master-slave`; in master-slave mode `leader` is the master this
+    node knows, `term` the master's epoch, `role` `leader` on the master taking writes
+    (`follower` on a slave, `candidate` on a master not yet sure it still is one),
+    `broker_role` RocketMQ's (SYNC_MASTER, ASYNC_MASTER, SLAVE) and `slaves` the live
+    slaves a master streams to (empty elsewhere).
     """
 
     peers: list[str]
@@ -263,6 +277,93 @@ class MetadataResponse:
     role: str
     wall_ms: int = 0
     clock_offset_ms: float = 0.0
+    mode: str = "dledger"
+    broker_role: str = ""
+    slaves: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class PullResponse:
+    """Outcome of a consumer pull (master-slave mode), RocketMQ's PullMessage answer.
+
+    `entries` from the asked offset on (what the node serves: see `nodes.ha.node`),
+    `next_offset` where to pull next, `min_offset`/`max_offset` the first and last index the
+    node serves, `suggest` the node to pull from next (RocketMQ's suggestWhichBrokerId: a
+    slave when the consumer lags the master's end too far, the master otherwise), `leader`
+    the master this node knows.
+    """
+
+    code: ResponseCode
+    entries: list[Entry]
+    next_offset: int
+    min_offset: int
+    max_offset: int
+    suggest: str | None
+    leader: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PromoteResponse:
+    """Outcome of a promotion: the node is master at `epoch` (`leader` is the master it knows)."""
+
+    code: ResponseCode
+    epoch: int
+    leader: str | None
+
+
+# --- master-slave replication (RocketMQ HA, seed 003) -----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EpochStart:
+    """In a log's epoch map: the entries from `first_index` on have term `epoch`."""
+
+    epoch: int
+    first_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class HaReport:
+    """Slave to master (RocketMQ's HAClient reportSlaveMaxOffset): the slave follows `master`
+    at `epoch`, holds its log durably (fsynced) up to `offset` and written up to `end_index`;
+    `epochs` is its epoch map, for the master's consistency check."""
+
+    epoch: int
+    master: str
+    offset: int
+    end_index: int
+    epochs: list[EpochStart]
+
+
+@dataclass(frozen=True, slots=True)
+class HaPush:
+    """Master to slave (RocketMQ's HAConnection WriteSocketService): consecutive log entries
+    for the slave to append, or none (a heartbeat, also sent to every other peer so they
+    learn the master's epoch). `sync` is the master's flavour (SYNC_MASTER), `end_index`
+    its log end."""
+
+    epoch: int
+    master: str
+    sync: bool
+    end_index: int
+    entries: list[Entry]
+
+
+@dataclass(frozen=True, slots=True)
+class HaTruncate:
+    """Master to slave: the slave's log diverges from the master's after `after`; cut it there."""
+
+    epoch: int
+    master: str
+    after: int
+
+
+@dataclass(frozen=True, slots=True)
+class HaEpoch:
+    """To a node that spoke for an older epoch: the newest master this node knows."""
+
+    epoch: int
+    master: str
 
 
 PeerMessage = (
@@ -273,5 +374,9 @@ PeerMessage = (
     | PushRequest
     | PushResponse
     | TransferRequest
+    | HaReport
+    | HaPush
+    | HaTruncate
+    | HaEpoch
 )
-ClientResponse = AppendResponse | ReadResponse | TransferResponse
+ClientResponse = AppendResponse | ReadResponse | TransferResponse | PullResponse | PromoteResponse

@@ -17,6 +17,8 @@ from nodes.clientapi import (
     GetRequest,
     LeadershipTransferRequest,
     MetadataRequest,
+    PromoteRequest,
+    PullRequest,
 )
 from nodes.codec import MessageCodec
 from nodes.store.logstore import Entry
@@ -41,6 +43,10 @@ WIRE_TYPES: dict[int, type] = {
     7: LeadershipTransferRequest,
     8: m.TransferResponse,
     9: ErrorResponse,
+    10: PullRequest,
+    11: m.PullResponse,
+    12: PromoteRequest,
+    13: m.PromoteResponse,
     64: PeerHello,
     65: m.VoteRequest,
     66: m.VoteResponse,
@@ -49,8 +55,16 @@ WIRE_TYPES: dict[int, type] = {
     69: m.PushRequest,
     70: m.PushResponse,
     71: m.TransferRequest,
+    72: m.HaReport,
+    73: m.HaPush,
+    74: m.HaTruncate,
+    75: m.HaEpoch,
 }
 FIRST_PEER_TYPE = 64
+# The peer messages each mode's logic takes; the server drops any other with a warning.
+DLEDGER_PEER_TYPES = frozenset({m.VoteRequest, m.VoteResponse, m.HeartbeatRequest, m.HeartbeatResponse,
+                                m.PushRequest, m.PushResponse, m.TransferRequest})
+HA_PEER_TYPES = frozenset({m.HaReport, m.HaPush, m.HaTruncate, m.HaEpoch})
 
 
 def wire_codec() -> MessageCodec:
@@ -74,16 +88,24 @@ class WireLimits:
     max_read_bytes: int
 
 
-def wire_limits(codec: MessageCodec, members: list[str], max_read_entries: int) -> WireLimits:
+def wire_limits(
+    codec: MessageCodec, members: list[str], max_read_entries: int, master_slave: bool = False
+) -> WireLimits:
     """The limits for a group of `members` whose reads ask for at most `max_read_entries`,
-    measured by encoding the messages with the longest member id as the leader."""
+    measured by encoding the messages with the longest member id as the leader (with
+    `master_slave`, also the master's pushes and the pull answers)."""
     leader = max(members, key=lambda node: len(node.encode()))
     empty = Entry(0, 0, b"")
-    push = m.PushRequest(0, leader, 0, m.PushType.APPEND, 0, 0, 0, [empty])
-    one = m.ReadResponse(m.ResponseCode.SUCCESS, [empty], 0, leader, 0)
-    none = m.ReadResponse(m.ResponseCode.SUCCESS, [], 0, leader, 0)
-    per_entry = frame_room(codec, none) - frame_room(codec, one)
-    return WireLimits(
-        max_body=min(frame_room(codec, push), frame_room(codec, one)),
-        max_read_bytes=frame_room(codec, none) - max_read_entries * per_entry,
-    )
+    carriers: list[object] = [m.PushRequest(0, leader, 0, m.PushType.APPEND, 0, 0, 0, [empty])]
+    answers = [(m.ReadResponse(m.ResponseCode.SUCCESS, [], 0, leader, 0),
+                m.ReadResponse(m.ResponseCode.SUCCESS, [empty], 0, leader, 0))]
+    if master_slave:
+        carriers.append(m.HaPush(0, leader, False, 0, [empty]))
+        answers.append((m.PullResponse(m.ResponseCode.SUCCESS, [], 0, 0, 0, leader, leader),
+                        m.PullResponse(m.ResponseCode.SUCCESS, [empty], 0, 0, 0, leader, leader)))
+    room = [frame_room(codec, c) for c in carriers] + [frame_room(codec, one) for _, one in answers]
+    read_bytes = []
+    for none, one in answers:
+        per_entry = frame_room(codec, none) - frame_room(codec, one)
+        read_bytes.append(frame_room(codec, none) - max_read_entries * per_entry)
+    return WireLimits(max_body=min(room), max_read_bytes=min(read_bytes))

@@ -1,11 +1,14 @@
-"""The asyncio node: one port for peers and clients, the core driven by real time, the store.
+"""The asyncio node: one port for peers and clients, the logic driven by real time, the store.
 
-Everything runs on one event loop thread except disk flushes (the store's own background
-flusher, and in `sync` mode group-commit flushes in an executor thread). Inputs (frames,
-ticks, finished flushes) go into the core; once per loop turn `_drive` hands the core's
-outputs to the driver (`nodes.driver`, the same code the simulator runs), which persists
-term and vote, writes the store, and calls back here to send peer messages, answer
-clients and write events.
+The logic is the DLedger core (`nodes.core`) or, with `ServerConfig.ha`, RocketMQ's
+master-slave replication (`nodes.ha.node`); the server sees it only as a `NodeLogic`
+(`nodes.logic`). Everything runs on one event loop thread except disk flushes (the
+store's own background flusher, and in `sync` mode group-commit flushes in an executor
+thread; a master-slave node always flushes by group commit, so a slave reports its
+durable offset as soon as it can). Inputs (frames, ticks, finished flushes) go into the
+logic; once per loop turn `_drive` hands its outputs to the driver (`nodes.driver`, the
+same code the simulator runs), which persists term and vote, writes the store, and calls
+back here to send peer messages, answer clients and write events.
 
 A frame that cannot be parsed closes its connection; a frame that parses but does not
 decode, or has an unknown type, is answered with `ErrorResponse`. Either way the node logs
@@ -21,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
@@ -32,6 +36,8 @@ from nodes.clientapi import (
     GetRequest,
     LeadershipTransferRequest,
     MetadataRequest,
+    PromoteRequest,
+    PullRequest,
 )
 from nodes.clock import NodeClock
 from nodes.codec import CodecError
@@ -39,10 +45,21 @@ from nodes.controlfile import PREFERRED_FILE, UNCHANGED, ControlFile
 from nodes.core import Core, CoreConfig, Ready
 from nodes.driver import Driver
 from nodes.events import EventLog
+from nodes.ha.config import BrokerRole, HaConfig
+from nodes.ha.node import HaNode
+from nodes.logic import HaControl, NodeLogic
 from nodes.peers import Address, PeerLink
-from nodes.protocol import FIRST_PEER_TYPE, PeerHello, wire_codec, wire_limits
+from nodes.protocol import (
+    DLEDGER_PEER_TYPES,
+    FIRST_PEER_TYPE,
+    HA_PEER_TYPES,
+    PeerHello,
+    WireLimits,
+    wire_codec,
+    wire_limits,
+)
 from nodes.store.mmapstore import DEFAULT_DATA_SEGMENT, DEFAULT_INDEX_SEGMENT, MmapStore
-from nodes.store.termfile import load_checkpoint, load_term
+from nodes.store.termfile import TermState, load_checkpoint, load_term
 from nodes.timing import Timing
 from nodes.wire import FrameError, FrameParser, frame_message
 
@@ -67,6 +84,8 @@ class ServerConfig:
     data_segment_size: int = DEFAULT_DATA_SEGMENT
     index_segment_size: int = DEFAULT_INDEX_SEGMENT
     log_dir: Path | None = None  # events.jsonl (and node.log, set up by serve); None: data_dir
+    ha: HaConfig | None = None  # master-slave mode (None: DLedger)
+    flush_delay_ms: float = 0.0  # a slow disk: each group-commit flush waits this long first
 
     @property
     def logs(self) -> Path:
@@ -162,7 +181,7 @@ class _Connection(asyncio.Protocol):
 
 
 class NodeServer:
-    """One DLedger node: listener, peer links, core, store, events."""
+    """One node: listener, peer links, logic, store, events."""
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
@@ -180,34 +199,21 @@ class NodeServer:
         # what `flushed_index` covers and the driver runs group-commit flushes; in async mode
         # (DLedger's) the store's own thread flushes every 10 ms.
         stable = load_checkpoint(data_dir)
+        group_commit = config.flush == "sync" or config.ha is not None
         self.store = MmapStore(
             data_dir,
             data_segment_size=config.data_segment_size,
             index_segment_size=config.index_segment_size,
-            flush_interval_ms=None if config.flush == "sync" else ASYNC_FLUSH_MS,
+            flush_interval_ms=None if group_commit else ASYNC_FLUSH_MS,
             stable_index=stable,
         )
         log.info("store recovered: %s", self.store.recovery.summary())
         state = load_term(data_dir)
-        limits = wire_limits(self.codec, list(config.peers), MAX_READ_ENTRIES)
+        limits = wire_limits(self.codec, list(config.peers), MAX_READ_ENTRIES, config.ha is not None)
         # An entry body must fit in a data segment and in every frame that carries it.
         self.max_body = min(limits.max_body, self.store.max_body)
-        core_config = CoreConfig(
-            timing=config.timing,
-            flush=config.flush,
-            lease_guard=config.read_mode is m.ReadMode.LEASE,
-            preferred_leader=config.preferred_leader,
-            max_read_bytes=limits.max_read_bytes,
-        )
-        self.core = Core(
-            config.node,
-            list(config.peers),
-            self.store,
-            state.term,
-            state.vote_for,
-            core_config,
-            now=self.clock.now_ms(),
-        )
+        self.logic = self._make_logic(state, limits)
+        self._peer_types = DLEDGER_PEER_TYPES if config.ha is None else HA_PEER_TYPES
         self.links = {
             peer: PeerLink(config.node, config.group, peer, addr, self.codec)
             for peer, addr in config.peers.items()
@@ -219,8 +225,24 @@ class NodeServer:
         self._batch_bodies: list[bytes] = []
         self._next_request = 1
         self._drive_scheduled = False
-        self.driver = Driver(self.core, self.store, data_dir, state, config.flush, self)
+        flush = "sync" if group_commit else "async"
+        self.driver = Driver(self.logic, self.store, data_dir, state, flush, self)
         self._server: asyncio.Server | None = None
+
+    def _make_logic(self, state: TermState, limits: WireLimits) -> NodeLogic:
+        config, now = self.config, self.clock.now_ms()
+        if config.ha is not None:
+            ha = dataclasses.replace(config.ha, max_read_bytes=limits.max_read_bytes)
+            return HaNode(config.node, list(config.peers), self.store, ha, state.term, state.vote_for, now)
+        core_config = CoreConfig(
+            timing=config.timing,
+            flush=config.flush,
+            lease_guard=config.read_mode is m.ReadMode.LEASE,
+            preferred_leader=config.preferred_leader,
+            max_read_bytes=limits.max_read_bytes,
+        )
+        peers = list(config.peers)
+        return Core(config.node, peers, self.store, state.term, state.vote_for, core_config, now=now)
 
     # ---- lifecycle ---------------------------------------------------------------------
 
@@ -232,14 +254,15 @@ class NodeServer:
             lambda: _Connection(self), self.config.listen_host, me.port, reuse_address=True
         )
         peers = ", ".join(f"{p}={a}" for p, a in self.config.peers.items())
+        ha = self.config.ha
         log.info(
-            "%s listening on %s:%d, peers %s, flush %s, read mode %s",
+            "%s listening on %s:%d, peers %s, flush %s, %s",
             self.config.node,
             self.config.listen_host,
             me.port,
             peers,
             self.config.flush,
-            self.config.read_mode.label,
+            f"read mode {self.config.read_mode.label}" if ha is None else f"master-slave, {ha}",
         )
         for link in self.links.values():
             link.start()
@@ -271,7 +294,7 @@ class NodeServer:
             self.clock.refresh()
             self._poll_preferred()
             now = self.clock.now_ms()
-            self.core.tick(now)
+            self.logic.tick(now)
             self.driver.tick(now)
             self._drive()
             await asyncio.sleep(TICK_S)
@@ -282,9 +305,9 @@ class NodeServer:
             return
         peer = text or None
         try:
-            self.core.set_preferred_leader(peer)  # type: ignore[arg-type]
+            self.logic.set_preferred_leader(peer)  # type: ignore[arg-type]
         except ValueError as exc:
-            log.error("%s: %s; keeping %s", PREFERRED_FILE, exc, self.core.config.preferred_leader)
+            log.error("%s: %s; keeping the one before", PREFERRED_FILE, exc)
             return
         log.info("preferred leader now %s", peer)
 
@@ -328,7 +351,11 @@ class NodeServer:
             log.warning("closing %s: peer message %s before a hello", conn.name, type(message).__name__)
             conn.close()
             return
-        self.core.receive(conn.peer, message, self.clock.now_ms())
+        if type(message) not in self._peer_types:
+            log.warning("dropping %s from %s: not a message of this node's mode", type(message).__name__,
+                        conn.peer)
+            return
+        self.logic.receive(conn.peer, message, self.clock.now_ms())
 
     def _token(self, waiters: list[_Waiter]) -> int:
         token = self._next_request
@@ -337,7 +364,7 @@ class NodeServer:
         return token
 
     def _on_metadata(self, conn: _Connection, request_id: int, _req: MetadataRequest) -> None:
-        meta = dataclasses.replace(self.core.metadata(), wall_ms=self.clock.wall_ns() // 1_000_000,
+        meta = dataclasses.replace(self.logic.metadata(), wall_ms=self.clock.wall_ns() // 1_000_000,
                                    clock_offset_ms=self.clock.offset_ms)
         conn.reply(request_id, meta)
 
@@ -349,7 +376,7 @@ class NodeServer:
         code: m.ResponseCode = m.ResponseCode.UNEXPECTED_ARGUMENT,
     ) -> None:
         """Answer a request the node cannot take with an ErrorResponse (a definite refusal)."""
-        conn.reply(request_id, ErrorResponse(code, self.core.leader, text))
+        conn.reply(request_id, ErrorResponse(code, self.logic.leader, text))
 
     def _on_append(self, conn: _Connection, request_id: int, req: AppendRequest) -> None:
         if not req.bodies:
@@ -377,16 +404,52 @@ class NodeServer:
             self.refuse(conn, request_id, text)
             return
         token = self._token([_Waiter(conn, request_id)])
-        self.core.client_read(token, req.first, req.last, mode, self.clock.now_ms())
+        self.logic.client_read(token, req.first, req.last, mode, self.clock.now_ms())
 
     def _on_transfer(self, conn: _Connection, request_id: int, req: LeadershipTransferRequest) -> None:
-        self.core.client_transfer(self._token([_Waiter(conn, request_id)]), req.to, self.clock.now_ms())
+        self.logic.client_transfer(self._token([_Waiter(conn, request_id)]), req.to, self.clock.now_ms())
+
+    def _ha_control(self, conn: _Connection, request_id: int, what: str) -> HaControl | None:
+        """The logic's pulls and promotion, or None after refusing `what` in DLedger mode."""
+        if isinstance(self.logic, HaControl):
+            return self.logic
+        self.refuse(conn, request_id, f"{what} needs --mode master-slave", m.ResponseCode.UNSUPPORTED)
+        return None
+
+    def _on_pull(self, conn: _Connection, request_id: int, req: PullRequest) -> None:
+        logic = self._ha_control(conn, request_id, "a pull")
+        if logic is None:
+            return
+        if req.offset < 0 or not 0 < req.max_entries <= MAX_READ_ENTRIES:
+            text = (f"pull of {req.max_entries} from {req.offset}: need offset >= 0 and "
+                    f"1..{MAX_READ_ENTRIES} entries")
+            self.refuse(conn, request_id, text)
+            return
+        token = self._token([_Waiter(conn, request_id)])
+        logic.client_pull(token, req.offset, req.max_entries, self.clock.now_ms())
+
+    def _on_promote(self, conn: _Connection, request_id: int, req: PromoteRequest) -> None:
+        logic = self._ha_control(conn, request_id, "a promotion")
+        if logic is None:
+            return
+        if req.role:
+            try:
+                if not BrokerRole.parse(req.role).is_master:
+                    raise ValueError(f"promote to a master role ({BrokerRole.SYNC_MASTER} or "
+                                     f"{BrokerRole.ASYNC_MASTER}), not {req.role}")
+            except ValueError as exc:
+                self.refuse(conn, request_id, str(exc))
+                return
+        log.warning("promotion to master asked by %s (role %s)", conn.name, req.role or "as before")
+        logic.client_promote(self._token([_Waiter(conn, request_id)]), req.role, self.clock.now_ms())
 
     _client_handlers: ClassVar[dict[type, Any]] = {
         MetadataRequest: _on_metadata,
         AppendRequest: _on_append,
         GetRequest: _on_get,
         LeadershipTransferRequest: _on_transfer,
+        PullRequest: _on_pull,
+        PromoteRequest: _on_promote,
     }
 
     # ---- outputs -----------------------------------------------------------------------
@@ -406,9 +469,9 @@ class NodeServer:
             self._batch, self._batch_bodies = [], []
             refusal = self.driver.append_refusal()
             if refusal is not None:
-                self.complete(token, m.AppendResponse(refusal, self.core.term, -1, -1, self.core.leader))
+                self.complete(token, m.AppendResponse(refusal, self.logic.term, -1, -1, self.logic.leader))
             else:
-                self.core.client_append(token, bodies, self.clock.now_ms())
+                self.logic.client_append(token, bodies, self.clock.now_ms())
         self.driver.drive()
 
     # ---- the driver's host -------------------------------------------------------------
@@ -417,7 +480,12 @@ class NodeServer:
         self.links[peer].send(message)
 
     def start_flush(self) -> None:
-        asyncio.get_running_loop().run_in_executor(None, self.store.flush).add_done_callback(self._flushed)
+        flush = self.store.flush if not self.config.flush_delay_ms else self._slow_flush
+        asyncio.get_running_loop().run_in_executor(None, flush).add_done_callback(self._flushed)
+
+    def _slow_flush(self) -> int:
+        time.sleep(self.config.flush_delay_ms / 1000)  # in the executor thread: a slow disk
+        return self.store.flush()
 
     def _flushed(self, future: asyncio.Future[int]) -> None:
         exc = future.exception()
@@ -447,4 +515,4 @@ class NodeServer:
             log.info("role %s in term %d, leader %s", change.role.value, change.term, change.leader)
             self.events.role(change.term, change.role.value, change.leader)
         if ready.commit_index is not None:
-            self.events.commit(self.core.term, ready.commit_index)
+            self.events.commit(self.logic.term, ready.commit_index)

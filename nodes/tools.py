@@ -1,6 +1,9 @@
-"""DLedger's command-line tools: `append`, `get`, `metadata` and `transfer` against a group.
+"""Command-line tools against a group: `append`, `get`, `metadata`, `transfer`, `pull`, `promote`.
 
-One module serves the four commands: `add_arguments` reads which one from the parser's
+`pull` (a consumer's read by offset) and `promote` (make a slave the master) are for a
+master-slave group (`serve --mode master-slave`).
+
+One module serves the commands: `add_arguments` reads which one from the parser's
 prog, `run` from `args.command`. Results print as JSON lines on stdout; errors go to
 stderr. Exit codes: 0 done, 1 definitely failed (nothing happened), 2 outcome unknown
 (an append may have landed), 254 bad arguments.
@@ -14,6 +17,7 @@ import sys
 
 from nodes.client import Client, DefiniteFailure, IndeterminateFailure
 from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
+from nodes.ha.config import BrokerRole
 from nodes.messages import ReadMode
 from nodes.payload import payload_id
 from nodes.peers import parse_peers
@@ -31,6 +35,16 @@ def _read_mode_arg(text: str) -> str:
         return ReadMode.parse(text).label
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _master_role_arg(text: str) -> str:
+    try:
+        role = BrokerRole.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    if not role.is_master:
+        raise argparse.ArgumentTypeError(f"promote to {BrokerRole.SYNC_MASTER} or {BrokerRole.ASYNC_MASTER}")
+    return role.value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +65,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                  "follower, unsafe)")
     elif command == "transfer":
         parser.add_argument("--to", required=True, help="peer id that should lead")
+    elif command == "pull":
+        parser.add_argument("--offset", type=int, required=True, help="first log index to pull")
+        parser.add_argument("--max", type=int, default=32, help="at most this many entries (default 32)")
+        parser.add_argument("--node", help="pull from this node (default: the master)")
+    elif command == "promote":
+        parser.add_argument("--node", required=True, help="the slave to make the master")
+        parser.add_argument("--role", type=_master_role_arg,
+                            help="SYNC_MASTER or ASYNC_MASTER (default: the flavour of the master it "
+                                 "followed)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,6 +82,12 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_ARGS
     if args.command == "transfer" and args.to not in args.peers:
         print(f"--to {args.to!r} is not one of the peers {sorted(args.peers)}", file=sys.stderr)
+        return EXIT_BAD_ARGS
+    if args.command in ("pull", "promote", "get") and args.node is not None and args.node not in args.peers:
+        print(f"--node {args.node!r} is not one of the peers {sorted(args.peers)}", file=sys.stderr)
+        return EXIT_BAD_ARGS
+    if args.command == "pull" and (args.offset < 0 or args.max < 1):
+        print(f"need --offset >= 0 and --max >= 1, not {args.offset} and {args.max}", file=sys.stderr)
         return EXIT_BAD_ARGS
     with Client(args.peers, group=args.group, timeout=args.timeout) as client:
         try:
@@ -93,7 +122,11 @@ def _get(client: Client, args: argparse.Namespace) -> None:
 
 def _metadata(client: Client, args: argparse.Namespace) -> None:
     reply = client.metadata()
-    _print({"leader": reply.leader, "term": reply.term, "role": reply.role, "peers": reply.peers})
+    fields: dict[str, object] = {"leader": reply.leader, "term": reply.term, "role": reply.role,
+                                 "peers": reply.peers}
+    if reply.mode != "dledger":
+        fields |= {"mode": reply.mode, "broker_role": reply.broker_role, "slaves": reply.slaves}
+    _print(fields)
 
 
 def _transfer(client: Client, args: argparse.Namespace) -> None:
@@ -101,4 +134,19 @@ def _transfer(client: Client, args: argparse.Namespace) -> None:
     _print({"leader": args.to, "term": result.term, "asked": result.node})
 
 
-_COMMANDS = {"append": _append, "get": _get, "metadata": _metadata, "transfer": _transfer}
+def _pull(client: Client, args: argparse.Namespace) -> None:
+    result = client.pull(args.offset, args.max, node=args.node)
+    for e in result.entries:
+        _print({"index": e.index, "term": e.term, "magic": e.magic, "id": payload_id(e.body),
+                "body": e.body.decode(errors="replace")})
+    print(f"# node {result.node}, next offset {result.next_offset}, serves {result.min_offset}.."
+          f"{result.max_offset}, suggest {result.suggest}", file=sys.stderr)
+
+
+def _promote(client: Client, args: argparse.Namespace) -> None:
+    result = client.promote(args.node, args.role or "")
+    _print({"master": result.node, "epoch": result.epoch})
+
+
+_COMMANDS = {"append": _append, "get": _get, "metadata": _metadata, "transfer": _transfer, "pull": _pull,
+             "promote": _promote}

@@ -140,3 +140,23 @@ class LocalCluster:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+
+class Clusters:
+    """Starts clusters in folders of `root` with `base_args` and closes every one of them."""
+
+    def __init__(self, root: Path, base_args: Sequence[str] = ()) -> None:
+        self.root = root
+        self.base_args = list(base_args)
+        self.made: list[LocalCluster] = []
+
+    def start(self, size: int, *serve_args: str, master_role: str | None = None) -> LocalCluster:
+        cluster = LocalCluster(self.root / f"cluster{len(self.made)}", size, master_role=master_role,
+                               extra_args=[*self.base_args, *serve_args])
+        self.made.append(cluster)
+        cluster.start_all()
+        return cluster
+
+    def close(self) -> None:
+        for cluster in self.made:
+            cluster.close()
+
