@@ -206,6 +206,7 @@ class NodeServer:
             index_segment_size=config.index_segment_size,
             flush_interval_ms=None if group_commit else ASYNC_FLUSH_MS,
             stable_index=stable,
+            refuse_lost=False,  # DLedger's way: cut at the damage and catch up from the others
         )
         log.info("store recovered: %s", self.store.recovery.summary())
         state = load_term(data_dir)

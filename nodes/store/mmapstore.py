@@ -72,8 +72,9 @@ class MmapStore:
 
     `stable_index` is the highest index the caller knows was both committed and flushed in
     this store (its `stable_index` when last recorded durably, e.g. in the checkpoint);
-    recovery walks from there and refuses to open if the log ends below it. -1 (unknown)
-    walks every file. `flush_interval_ms` starts a background flush thread (DLedger's
+    recovery walks from there and refuses to open if the log ends below it (with
+    `refuse_lost` False it cuts there anyway and notes the loss, as DLedger does). -1
+    (unknown) walks every file. `flush_interval_ms` starts a background flush thread (DLedger's
     asynchronous flush); None starts none. `fs` is where the files live.
     """
 
@@ -86,6 +87,7 @@ class MmapStore:
         flush_interval_ms: float | None = 10,
         retention: RetentionPolicy | None = None,
         stable_index: int = -1,
+        refuse_lost: bool = True,
         fs: FileSystem = REAL_FS,
     ) -> None:
         if data_segment_size < 2 * HEADER_SIZE:
@@ -105,7 +107,7 @@ class MmapStore:
         self._index = SegmentList(self.directory / "index", index_segment_size, "index", fs)
         self._lock = threading.Lock()  # guards all state; never held across disk IO
         self._flush_lock = threading.Lock()  # one flush at a time
-        state, self.recovery = self._open(stable_index)
+        state, self.recovery = self._open(stable_index, refuse_lost)
         self._begin_index = state.begin_index
         self._end_index = state.end_index
         self._end_term = state.end_term
@@ -129,9 +131,9 @@ class MmapStore:
         if flush_interval_ms is not None:
             self._tickers.append(Ticker("store-flush", flush_interval_ms / 1000, self.flush))
 
-    def _open(self, stable_index: int) -> tuple[LogState, RecoveryReport]:
+    def _open(self, stable_index: int, refuse_lost: bool) -> tuple[LogState, RecoveryReport]:
         try:
-            return recover(self._data, self._index, stable_index)
+            return recover(self._data, self._index, stable_index, refuse_lost)
         except BaseException:
             self._data.close()
             self._index.close()

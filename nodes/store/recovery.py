@@ -124,8 +124,13 @@ def check_index_files(index: SegmentList, need_from: int,
     return offsets, max(min(gone), need_from) // INDEX_SIZE if gone else None
 
 
-def recover(data: SegmentList, index: SegmentList, stable_index: int = -1) -> tuple[LogState, RecoveryReport]:
-    """Open both segment lists, check and repair them, make them durable, return the log bounds."""
+def recover(data: SegmentList, index: SegmentList, stable_index: int = -1,
+            refuse_lost: bool = True) -> tuple[LogState, RecoveryReport]:
+    """Open both segment lists, check and repair them, make them durable, return the log bounds.
+
+    A log that would end below `stable_index` has lost committed data: CorruptStoreError,
+    unless `refuse_lost` is False (DLedger's way: cut at the damage, say so in the report,
+    and let the node catch up from the others)."""
     report = RecoveryReport()
     data.load(check_data_files(data, report))
     state = LogState()
@@ -133,9 +138,9 @@ def recover(data: SegmentList, index: SegmentList, stable_index: int = -1) -> tu
         begin = _header_index(data, data.first_offset)
         offsets, lost = check_index_files(index, max(begin, 0) * INDEX_SIZE, report)
         index.load(offsets)
-        state = _walk(data, index, begin, lost, stable_index, report)
+        state = _walk(data, index, begin, lost, stable_index, report, refuse_lost)
     else:
-        _refuse_below(stable_index, -1, f"{data.directory} holds no data files", data)
+        _refuse_below(stable_index, -1, f"{data.directory} holds no data files", data, refuse_lost, report)
         for _, path, _ in index.scan_files():
             index.remove_file(path)
     data.flush()
@@ -144,7 +149,7 @@ def recover(data: SegmentList, index: SegmentList, stable_index: int = -1) -> tu
 
 
 def _walk(data: SegmentList, index: SegmentList, begin: int, lost: int | None, stable_index: int,
-          report: RecoveryReport) -> LogState:
+          report: RecoveryReport, refuse_lost: bool) -> LogState:
     """Walk the entries from where they may have changed; fix their index slots and cut at
     the first bad one, unless that drops a stable entry."""
     start, (prev_chain, prev_index, prev_term) = _walk_start(data, index, lost, stable_index)
@@ -171,7 +176,8 @@ def _walk(data: SegmentList, index: SegmentList, begin: int, lost: int | None, s
     elif scan.stop is not None:
         state.write_pos = scan.stop.pos
     where = f"at pos {cut[0]} ({cut[1]})" if cut else "where its files end"
-    _refuse_below(stable_index, state.end_index, f"the log stops at index {state.end_index} {where}", data)
+    _refuse_below(stable_index, state.end_index, f"the log stops at index {state.end_index} {where}", data,
+                  refuse_lost, report)
     for entry in stale:
         _fix_slot(index, entry, report)
     if cut is not None:
@@ -181,9 +187,13 @@ def _walk(data: SegmentList, index: SegmentList, begin: int, lost: int | None, s
     return state
 
 
-def _refuse_below(stable_index: int, end_index: int, what: str, data: SegmentList) -> None:
-    """CorruptStoreError (before anything was changed) if the log would end below `stable_index`."""
-    if end_index < stable_index:
+def _refuse_below(stable_index: int, end_index: int, what: str, data: SegmentList, refuse: bool,
+                  report: RecoveryReport) -> None:
+    """CorruptStoreError (before anything was changed) if the log would end below `stable_index`;
+    with `refuse` False only a note in the report."""
+    if end_index < stable_index and not refuse:
+        report.notes.append(f"{what}: committed entries up to {stable_index} are lost on this node")
+    elif end_index < stable_index:
         raise CorruptStoreError(
             f"{what}, but entries up to {stable_index} were committed and flushed here: that is "
             f"committed data lost, not a torn tail. Nothing was changed. Inspect with `python -m "

@@ -21,8 +21,10 @@ from tests.browser.pages import Tab
 from tests.report.synthrun import build_run
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """One Chromium for the browser tests; stopped when they end, because Playwright's sync API
+    keeps an asyncio loop running in this thread meanwhile (asyncio.run elsewhere would fail)."""
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("Debian's chromium is not installed (make test installs it: apt-get install chromium)")
