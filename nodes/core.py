@@ -172,12 +172,11 @@ class Core:
         # candidate
         self._known_max_term = term
         self._increase_term_now = False
-        # We differ: a node that voted in its persisted term may have led it (with its own
-        # vote, or without it: a candidate that had voted for another can still win the
-        # others' votes) and lost unflushed entries of that term; it must not lead that term
-        # again, so its first round raises the term (DLedger would re-campaign in the same
-        # term). A node with no vote in its term never took part in a round of it.
-        self._last_parse = ParseResult.WAIT_TO_VOTE_NEXT if vote is not None else ParseResult.WAIT_TO_REVOTE
+        # We differ: a node that voted for itself in its persisted term may have led it and
+        # lost unflushed entries of that term; it must not lead that term again, so its
+        # first round raises the term (DLedger would re-campaign in the same term). A node
+        # that voted for another cannot have led it: a round passes only with its own vote.
+        self._last_parse = ParseResult.WAIT_TO_VOTE_NEXT if vote == node_id else ParseResult.WAIT_TO_REVOTE
         self._next_vote_at = now
         self._round: VoteRound | None = None
         self._taking: TakeLeadership | None = None
@@ -512,8 +511,14 @@ class Core:
             self._next_vote_at = self._vote_interval()
         elif rule == 4:
             self._next_vote_at = self._vote_interval() + t.max_vote_interval_ms
-        elif result is ParseResult.PASSED:
+        elif result is ParseResult.PASSED and self.vote_for == self.node_id:
             self._become_leader()
+        elif result is ParseResult.PASSED:
+            # We differ: the others' votes alone do not make a leader. A candidate that voted
+            # for another in this term (DLedger lets it win) could, restarted with that vote,
+            # win the same term again; it tries again in the next term instead.
+            self._last_parse = ParseResult.WAIT_TO_VOTE_NEXT
+            self._next_vote_at = self._vote_interval()
         elif result is ParseResult.REVOTE_IMMEDIATELY:
             self._next_vote_at = self._now
         else:
