@@ -352,8 +352,8 @@ NOT_YET: dict[str, str] = {
     ),
     "vote.reject.taking-leadership": (
         "no invariant can see it: a transferee that votes for a rival in the term it is about to "
-        "campaign in only makes the transfer fail (a node that voted for another raises its term "
-        "before campaigning, since 15644dc)"
+        "campaign in only makes the transfer fail (a round passes only with the candidate's own "
+        "vote, since 669eb2d)"
     ),
     "vote.reject.lease-guard": (
         "needs two leaders at once (none in 150 seeds): a node cut off from the leader but not from "
