@@ -59,7 +59,7 @@ def read_node_series(event_logs: dict[str, Path], wall_start_ns: int) -> NodeSer
     for node, path in sorted(event_logs.items()):
         commits: Thinned[tuple[float, int]] = Thinned(COMMIT_POINTS)
         for event in records(path, event_line_problem):
-            at = _placed(event, wall_start_ns)
+            at = placed(event, wall_start_ns)
             if at is None:
                 series.unplaced += 1
                 continue
@@ -75,7 +75,8 @@ def read_node_series(event_logs: dict[str, Path], wall_start_ns: int) -> NodeSer
     return series
 
 
-def _placed(event: dict[str, Any], wall_start_ns: int) -> float | None:
+def placed(event: dict[str, Any], wall_start_ns: int) -> float | None:
+    """Seconds on the history's time line of a node event, or None when it has no `real_ns`."""
     real_ns = event.get("real_ns")
     return (real_ns - wall_start_ns) / NS if isinstance(real_ns, int) else None
 

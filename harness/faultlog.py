@@ -32,11 +32,13 @@ class Elections:
 
     @classmethod
     def from_events(cls, events: Iterable[dict[str, Any]], wall_start_ns: int) -> Elections:
+        from checkers.nodeseries import placed  # the report places node events by the same rule
+
         found = cls()
         for event in events:
-            if event.get("event") != "role" or "real_ns" not in event:
+            at = placed(event, wall_start_ns)
+            if event.get("event") != "role" or at is None:
                 continue
-            at = (event["real_ns"] - wall_start_ns) / NS
             if event["role"] == "leader":
                 found.leaders.append((at, event["term"], event["node"]))
             elif event["role"] == "candidate":

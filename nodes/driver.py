@@ -87,7 +87,7 @@ class Driver:
         self._next_checkpoint = 0.0
 
     def append_refusal(self) -> ResponseCode | None:
-        """DISK_FULL while the store refuses appends for want of space, else None."""
+        """DISK_FULL while the store reports its disk above the disk-full ratio, else None."""
         if not self.store.disk_full:
             return None
         hit("disk-full")
@@ -141,7 +141,7 @@ class Driver:
 
     def checkpoint(self) -> None:
         """Write DLedger's `checkpoint` file when the store's stable index (committed and
-        durable) moved: recovery never cuts the log below it, and refuses a store that lost it."""
+        durable) moved: recovery walks from it and notices (or refuses) a log that lost it."""
         stable = self.store.stable_index
         if stable != self._checkpointed:
             save_checkpoint(self.data_dir, stable, fs=self.fs)

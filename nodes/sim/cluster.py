@@ -298,7 +298,7 @@ class Simulation:
             f" ({store.recovery.summary()})",
         )
         self._schedule(self.rng.uniform(0, self.config.tick_ms), TICK, name, self.incarnation[name])
-        self._drain(name, core)
+        self._drain(name)
 
     def crash(self, node: str, power_loss: bool, downtime: float) -> None:
         """Kill `node` (losing, reordering or tearing unsynced writes on power loss) and
@@ -324,7 +324,7 @@ class Simulation:
         if core is None or incarnation != self.incarnation[node]:
             return
         core.tick(self._local(node))
-        self._drain(node, core)
+        self._drain(node)
         driver = self.drivers[node]
         assert driver is not None
         driver.tick(self._local(node))
@@ -338,7 +338,7 @@ class Simulation:
             return
         self.trace.add(self.now, self.step, node, f"recv from {sender}", message)
         core.receive(sender, message, self._local(node))
-        self._drain(node, core)
+        self._drain(node)
 
     def _on_flush(self, node: str, incarnation: int) -> None:
         disk = self.disks[node]
@@ -353,7 +353,7 @@ class Simulation:
         disk.store.flush()  # the group commit the driver asked for
         driver.flushed(self._local(node))
 
-    def _drain(self, node: str, _core: Core) -> None:
+    def _drain(self, node: str) -> None:
         """Carry out the core's outputs (the driver calls back `_Host`)."""
         driver = self.drivers[node]
         assert driver is not None
@@ -468,7 +468,7 @@ class Simulation:
             self._answer_by(rid, self.core_config.timing.read_timeout_ms)
             core.client_read(rid, first, last, mode, local)
         self._schedule(5000.0, CLIENT_TIMEOUT, "", rid)
-        self._drain(node, core)
+        self._drain(node)
 
     def _answer_by(self, rid: int, timeout_ms: float) -> None:
         """The node owes an answer to `rid` within its `timeout_ms`, plus a tick or two and
@@ -525,7 +525,7 @@ class Simulation:
         self.trace.add(self.now, self.step, node, f"transfer to {to} rid {rid}")
         self._answer_by(rid, self.core_config.timing.transfer_timeout_ms)
         core.client_transfer(rid, to, self._local(node))
-        self._drain(node, core)
+        self._drain(node)
 
     # ---- faults and healing ------------------------------------------------------------
 
@@ -597,7 +597,7 @@ class Simulation:
                 self._ops[rid] = _Op(-1, "probe", node, b"probe")
                 self._answer_by(rid, self.core_config.timing.append_timeout_ms)
                 core.client_append(rid, [b"probe"], self._local(node))
-                self._drain(node, core)
+                self._drain(node)
         if self._probe is None:
             self._schedule(50.0, PROBE, "", None)
 
