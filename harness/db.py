@@ -45,7 +45,7 @@ import contextlib
 import signal
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -67,9 +67,10 @@ class Db(SshNodes):
     """A cluster of N DLedger nodes in containers of one run; see the module doc."""
 
     def __init__(self, nodes: int = 3, *, serve_args: Sequence[str] = (), run_id: str | None = None,
-                 key_dir: Path | None = None, image: str | None = None, fuse: bool = False):
+                 key_dir: Path | None = None, image: str | None = None, fuse: bool = False,
+                 node_args: Mapping[str, Sequence[str]] | None = None):
         super().__init__(serve_args, fuse, pidfile=PIDFILE, data_dir=DATA_DIR, store_dir=STORE_DIR,
-                         fuse_log_dir=FUSE_LOG_DIR)
+                         fuse_log_dir=FUSE_LOG_DIR, node_args=node_args)
         self.run_id = run_id or new_run_id()
         self.size = nodes
         self._image = image

@@ -3,8 +3,11 @@
 For every fault (a start/stop pair of one family, or an instant fault): when it started and
 ended, its targets, whether the leader was among them, the leader changes and elections
 from its start until `SETTLE_S` after its end, the client outcomes completed while it was in
-force, the longest window with no successful append while it was in force, and the time
-from its end to the next successful append (recovery time, as OpenChaos reports it).
+force (appends and reads; consumes apart), the longest window with no successful append
+while it was in force, the time from its end to the next successful append (recovery
+time, as OpenChaos reports it) and, with consumers, the longest window in which a consumer
+got no answer to its pulls while the fault was in force (its stall: a consumer that fails
+over to a slave at once hardly stalls, even while no new entry comes).
 
 Node events are placed on the history's time line by their `real_ns` (the machine's wall
 clock, free of the clock nemesis's offset) minus the history's wall-clock start.
@@ -78,6 +81,7 @@ class Outcomes:
 
     by_type: dict[str, list[float]] = field(default_factory=lambda: {"ok": [], "fail": [], "info": []})
     ok_appends: list[float] = field(default_factory=list)
+    consumed: dict[int, list[float]] = field(default_factory=dict)  # consumer -> times of its ok pulls
 
     def count(self, kind: str, start: float, end: float) -> int:
         times = self.by_type[kind]
@@ -85,15 +89,23 @@ class Outcomes:
 
     def longest_gap(self, start: float, end: float) -> float:
         """The longest stretch of [start, end] with no successful append."""
-        inside = self.ok_appends[bisect.bisect_left(self.ok_appends, start):
-                                 bisect.bisect_right(self.ok_appends, end)]
-        marks = [start, *inside, end]
-        return max(b - a for a, b in itertools.pairwise(marks))
+        return _longest_gap(self.ok_appends, start, end)
+
+    def consumer_stall(self, start: float, end: float) -> float | None:
+        """The longest stretch of [start, end] in which some consumer got no answer; None
+        without consumers."""
+        return max((_longest_gap(times, start, end) for times in self.consumed.values()), default=None)
 
     def recovery(self, end: float) -> float | None:
         """Seconds from `end` to the next successful append; None if none came."""
         i = bisect.bisect_left(self.ok_appends, end)
         return self.ok_appends[i] - end if i < len(self.ok_appends) else None
+
+
+def _longest_gap(times: list[float], start: float, end: float) -> float:
+    """The longest stretch of [start, end] between the sorted `times`."""
+    inside = times[bisect.bisect_left(times, start):bisect.bisect_right(times, end)]
+    return max(b - a for a, b in itertools.pairwise([start, *inside, end]))
 
 
 def read_history(lines: Iterable[dict[str, Any]], vocabulary: dict[str, dict[str, Any]]
@@ -108,7 +120,12 @@ def read_history(lines: Iterable[dict[str, Any]], vocabulary: dict[str, dict[str
     for op in lines:
         t = op["time"] / NS
         if op["process"] != "nemesis":
-            if op["type"] != "invoke":
+            if op["f"] == "consume":
+                if op["type"] == "ok":
+                    outcomes.consumed.setdefault(op["value"]["consumer"], []).append(t)
+                elif op["type"] == "invoke":
+                    outcomes.consumed.setdefault(op["value"]["consumer"], [])
+            elif op["type"] != "invoke":
                 outcomes.by_type[op["type"]].append(t)
                 if op["type"] == "ok" and op["f"] == "append":
                     outcomes.ok_appends.append(t)
@@ -160,6 +177,9 @@ def fault_log(history: Iterable[dict[str, Any]], vocabulary: dict[str, dict[str,
             "longest_no_append_s": round(outcomes.longest_gap(start, end), 3),
             "recovery_s": _rounded(outcomes.recovery(end)),
         }
+        stall = outcomes.consumer_stall(start, end)
+        if stall is not None:
+            record["consumer_stall_s"] = round(stall, 3)
         detail = {k: v for k, v in value.items() if k != "targets"}
         if detail:
             record["detail"] = detail

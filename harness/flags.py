@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.inventory import Inventory, load_inventory
+from harness.modes import MODES
 from nemesis import catalogue
 from nodes.messages import ReadMode
 
@@ -51,6 +52,9 @@ def _fraction(value: float) -> str | None:
 
 
 FLAGS: tuple[Flag, ...] = (
+    Flag("mode", "dledger", "the design under test: " + "; ".join(
+        f"{m.name}: {m.help}" for m in MODES.values()),
+         choices=tuple(MODES)),
     Flag("nodes", 5, "cluster size, 3 to 9", int,
          check=lambda n: None if 3 <= n <= 9 else "give 3 to 9 nodes"),
     Flag("time-limit", 60.0, "seconds of workload", float, check=_positive),
@@ -66,8 +70,11 @@ FLAGS: tuple[Flag, ...] = (
     Flag("flush", "sync", "node flush policy: sync (fsync before ack) or async (DLedger's)",
          choices=("async", "sync")),
     Flag("timing", "default", "node timing profile", choices=("default", "dledger")),
-    Flag("read-mode", "read-index", "how nodes serve reads", choices=tuple(m.label for m in ReadMode)),
+    Flag("read-mode", None, "how nodes serve reads (default read-index; committed in master-slave modes, "
+                            "which have no linearizable read)", choices=tuple(m.label for m in ReadMode)),
     Flag("read-fraction", 0.25, "share of ops that are reads", float, check=_fraction),
+    Flag("consumers", 1, "consumers pulling the log in order from offset 0 (RocketMQ's pull consumer), "
+                         "failing over to other nodes", int, check=_not_negative),
     Flag("op-timeout", 3.0, "client timeout per op, seconds", float, check=_positive),
     Flag("catch-up-timeout", 30.0, "seconds to wait after healing for a leader and lagging nodes", float,
          check=_positive, replay=False),
@@ -117,6 +124,12 @@ def validate(args: argparse.Namespace) -> None:
         if problem:
             raise ValueError(f"--{flag.name} {value}: {problem}")
     args.inventory = _inventory(args)
+    mode = MODES[args.mode]
+    if args.read_mode is None:
+        args.read_mode = mode.read_modes[0]
+    elif args.read_mode not in mode.read_modes:
+        raise ValueError(f"--read-mode {args.read_mode}: --mode {mode.name} serves only "
+                         f"{', '.join(mode.read_modes)}")
     args.workers = parse_concurrency(args.concurrency, args.nodes)
     args.faults = catalogue.resolve(args.nemesis)
     args.fault_options = catalogue.parse_options({o.dest: getattr(args, o.dest) for o in catalogue.options()})

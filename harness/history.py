@@ -29,7 +29,8 @@ class History:
         self._lock = threading.Lock()
         self._index = 0
         self._open: dict[Process, str] = {}
-        self.counts: dict[str, int] = {"ok": 0, "fail": 0, "info": 0}
+        self.counts: dict[str, int] = {"ok": 0, "fail": 0, "info": 0}  # appends and reads
+        self.consumes: dict[str, int] = {"ok": 0, "fail": 0, "info": 0}
 
     def now(self) -> int:
         """Nanoseconds since the run started."""
@@ -51,7 +52,7 @@ class History:
                 raise RuntimeError(f"process {process} completed {f} without an open invoke of it")
             del self._open[process]
             if isinstance(process, int):
-                self.counts[op_type] += 1
+                (self.consumes if f == "consume" else self.counts)[op_type] += 1
             return self._write(process, op_type, f, value, node, error)
 
     def open_processes(self) -> dict[Process, str]:

@@ -37,7 +37,7 @@ import sys
 import tarfile
 import tempfile
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -209,10 +209,11 @@ class HostsDb(SshNodes):
     """The nodes of one run on the hosts of an inventory; see the module doc."""
 
     def __init__(self, inventory: Inventory, *, serve_args: Iterable[str] = (), run_id: str | None = None,
-                 fuse: bool = False, keep: bool = False, needs: dict[str, list[str]] | None = None) -> None:
+                 fuse: bool = False, keep: bool = False, needs: dict[str, list[str]] | None = None,
+                 node_args: Mapping[str, Sequence[str]] | None = None) -> None:
         root = inventory.hosts[0].data_dir  # the same on every host (the inventory checks)
         super().__init__(list(serve_args), fuse, pidfile=f"{root}/node.pid", data_dir=f"{root}/data",
-                         store_dir=f"{root}/store", fuse_log_dir=f"{root}/log")
+                         store_dir=f"{root}/store", fuse_log_dir=f"{root}/log", node_args=node_args)
         self.inventory = inventory
         self.run_id = run_id or new_run_id()
         self.keep = keep

@@ -21,11 +21,13 @@ from typing import Any
 
 from harness import flags
 from harness.cluster import connect
+from harness.consumers import HaPuller, Puller, RaftPuller, start_consumers
 from harness.errors import HarnessError, HostsRefused, SshRefused
 from harness.faultlog import run_fault_log
 from harness.final import read_final_logs, wait_for_catch_up
 from harness.generator import Mix, Slotted, nemesis_schedule
 from harness.history import History
+from harness.modes import MODES
 from harness.nemesis_runner import NemesisRunner
 from harness.progress import LeaderWatch, ProgressLine, run_status
 from harness.results import create_run_dir, git_commit, point_latest, write_json
@@ -69,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {e}", file=sys.stderr)
             return EXIT_BAD_ARGS
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
-    name = args.name or f"dledger-{'-'.join(catalogue.resolve_words(args.nemesis)) or 'no-faults'}"
+    name = args.name or f"{args.mode}-{'-'.join(catalogue.resolve_words(args.nemesis)) or 'no-faults'}"
     codes = []
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
@@ -111,7 +113,8 @@ def run_test(args: argparse.Namespace, faults: list[str], name: str, seed: int) 
         "name": name,
         "seed": seed,
         **flags.replayed(args, faults),
-        "concurrency": args.workers,
+        "concurrency": args.workers + args.consumers,  # client threads: process mod this is the thread
+        "workers": args.workers,
         "nemesis": faults,
         "faults": catalogue.vocabulary(faults),
         "git_commit": git_commit(REPO),
@@ -202,7 +205,8 @@ class TestRun:
             "64",
         ]
         t = time.monotonic()
-        db = open_db(args.inventory, args.nodes, serve_args, self.run_dir, self.faults, keep=args.keep)
+        db = open_db(args.inventory, args.nodes, serve_args, self.run_dir, self.faults, keep=args.keep,
+                     mode=MODES[args.mode])
         self.test["run_id"] = db.run_id
         write_json(self.run_dir / "test.json", self.test)
         db.setup()
@@ -259,6 +263,10 @@ class TestRun:
         def connect() -> Client:
             return Client(db.network_peers(), timeout=args.op_timeout)
 
+        def puller() -> Puller:
+            wrap = HaPuller if MODES[args.mode].master_slave else RaftPuller
+            return wrap(connect())
+
         def render() -> str:
             watch.see(db.leader(timeout=0.5))
             return run_status(t, args.time_limit, history.counts, runner.active(), watch.leader,
@@ -268,7 +276,11 @@ class TestRun:
         workers: list[threading.Thread] = []
         try:  # everything started inside, so an interrupt at any point still stops it all
             progress.start()
-            workers += start_workers(args.workers, self.seed, args.rate, mix, history, state, connect)
+            threads = args.workers + args.consumers
+            workers += start_workers(args.workers, self.seed, args.rate, mix, history, state, connect,
+                                     threads)
+            workers += start_consumers(args.consumers, args.workers, threads, db.names, self.seed, history,
+                                       state.stop, puller)
             runner.start(t)
             state.stop.wait(args.time_limit)
         finally:
@@ -290,6 +302,8 @@ class TestRun:
             self.test["heal_leftovers"] = left
             raise HarnessError(f"healing left faults in force: {left}")
         self.test["client_outcomes"] = dict(history.counts)
+        if args.consumers:
+            self.test["consume_outcomes"] = dict(history.consumes)
         self.test["achieved_rate"] = round(sum(history.counts.values()) / args.time_limit, 1)
         print(f"workload done: {history.counts} ({self.test['achieved_rate']} ops/s)", file=sys.stderr)
         if runner.errors:

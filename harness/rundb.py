@@ -16,6 +16,7 @@ from typing import Protocol
 
 from harness.capabilities import needs_of
 from harness.inventory import Inventory
+from harness.modes import MODES, Mode
 from nemesis import catalogue
 from nemesis.base import Nodes
 from nodes.peers import Address
@@ -52,16 +53,18 @@ class RunDb(Nodes, Protocol):
 
 
 def open_db(inventory: Inventory | None, nodes: int, serve_args: Sequence[str], run_dir: Path,
-            faults: list[str], keep: bool = False) -> RunDb:
-    """The Db for a run: containers when `inventory` is None, else its hosts (not set up yet)."""
+            faults: list[str], keep: bool = False, mode: Mode = MODES["dledger"]) -> RunDb:
+    """The Db for a run of `mode`: containers when `inventory` is None, else its hosts (not set up yet)."""
     fuse = "fuse" in catalogue.needs(faults)
     if inventory is None:
         from harness.db import Db
 
-        return Db(nodes, serve_args=serve_args, key_dir=run_dir / "ssh", fuse=fuse)
+        node_args = mode.node_args([f"n{i + 1}" for i in range(nodes)])
+        return Db(nodes, serve_args=serve_args, key_dir=run_dir / "ssh", fuse=fuse, node_args=node_args)
     from harness.hostsdb import HostsDb
 
-    return HostsDb(inventory, serve_args=serve_args, fuse=fuse, keep=keep, needs=needs_of(faults))
+    return HostsDb(inventory, serve_args=serve_args, fuse=fuse, keep=keep, needs=needs_of(faults),
+                   node_args=mode.node_args(inventory.names))
 
 
 def check_hosts(inventory: Inventory, faults: list[str]) -> None:

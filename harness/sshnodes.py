@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import shlex
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harness.cluster import NODE_PORT
@@ -29,17 +29,20 @@ from harness.errors import HarnessError
 from harness.wait import wait_for
 from nemesis.power import mount_command
 from nodes.client import Client, ClientError
+from nodes.events import EVENTS_FILE, NODE_LOG
 from nodes.peers import Address
 
 STDOUT_LOG = "stdout.log"  # in the log dir
+LOG_FILES = (NODE_LOG, EVENTS_FILE, STDOUT_LOG)  # what the node writes to its log dir
 
 
 class SshNodes(ABC):
     """The node lifecycle over SSH; see the module doc."""
 
     def __init__(self, serve_args: Sequence[str], fuse: bool, *, pidfile: str, data_dir: str, store_dir: str,
-                 fuse_log_dir: str) -> None:
+                 fuse_log_dir: str, node_args: Mapping[str, Sequence[str]] | None = None) -> None:
         self.serve_args = list(serve_args)
+        self.node_args = {name: list(args) for name, args in (node_args or {}).items()}
         self.fuse = fuse
         self.pidfile = pidfile
         self.data_dir = data_dir
@@ -88,7 +91,7 @@ class SshNodes(ABC):
     def serve_command(self, name: str) -> str:
         args = ["python3", "-m", "nodes", "serve", "--id", name, "--peers", self.peers_arg(),
                 "--data-dir", self.data_dir, *(["--log-dir", self.log_dir] if self.fuse else []),
-                *self.listen_args(name), *self.serve_args]
+                *self.listen_args(name), *self.serve_args, *self.node_args.get(name, [])]
         return shlex.join(args)
 
     def start(self, name: str | None = None, wait: float = 20.0) -> None:
@@ -124,6 +127,15 @@ class SshNodes(ABC):
         process = self.process(name)
         if process.signal("CONT") and process.signal("TERM"):
             process.wait_exit(wait)
+
+    def wipe(self, name: str) -> None:
+        """Delete everything the stopped node keeps in its data dir (store, term and vote,
+        checkpoint) but its own logs: a machine or disk lost for good."""
+        if self.running(name):
+            raise HarnessError(f"{name}: wipe needs the node stopped; it runs")
+        keep = " ".join(f"! -name {shlex.quote(f)}" for f in LOG_FILES)
+        data_dir = shlex.quote(self.data_dir)
+        self.exec(name, f"find {data_dir} -mindepth 1 -maxdepth 1 {keep} -exec rm -rf {{}} +", timeout=60)
 
     def pause(self, name: str) -> None:
         """SIGSTOP the node process."""

@@ -58,7 +58,8 @@ def read_value(first: int, result: ReadResult) -> dict:
 
 
 class Worker:
-    """One worker thread: process ids `worker, worker + workers, worker + 2*workers, ...`."""
+    """One worker thread: process ids `worker, worker + stride, worker + 2*stride, ...`, where
+    `stride` (default: `workers`) counts every client thread of the run, consumers included."""
 
     def __init__(
         self,
@@ -70,9 +71,11 @@ class Worker:
         history: History,
         state: WorkloadState,
         connect: Callable[[], LogClient],
+        stride: int | None = None,
     ) -> None:
         self.worker = worker
         self.workers = workers
+        self.stride = stride or workers
         self.process = worker
         self.rng = worker_rng(seed, worker)
         self.rate = rate
@@ -97,7 +100,7 @@ class Worker:
                 self.seq += 1
                 if not self.perform(client, op):
                     client.close()
-                    self.process += self.workers
+                    self.process += self.stride
                     client = self.connect()
         finally:
             client.close()
@@ -135,11 +138,13 @@ def start_workers(
     history: History,
     state: WorkloadState,
     connect: Callable[[], LogClient],
+    stride: int | None = None,
 ) -> list[threading.Thread]:
-    """Start `workers` daemon threads running the workload until `state.stop` is set."""
+    """Start `workers` daemon threads running the workload until `state.stop` is set (process
+    ids: see `Worker`)."""
     threads = []
     for w in range(workers):
-        worker = Worker(w, workers, seed, rate, mix, history, state, connect)
+        worker = Worker(w, workers, seed, rate, mix, history, state, connect, stride)
         thread = threading.Thread(target=worker.run, name=f"worker-{w}", daemon=True)
         thread.start()
         threads.append(thread)

@@ -59,6 +59,10 @@ class Nodes(Protocol):
         """SIGSTOP the node process."""
         ...
 
+    def wipe(self, node: str) -> None:
+        """Delete what the stopped node keeps in its data dir (its logs stay)."""
+        ...
+
     def resume(self, node: str) -> None:
         """SIGCONT the node process."""
         ...
@@ -159,7 +163,8 @@ class Family:
     `"tc"`, `"eth0"` (it shapes eth0, so the peer traffic must go through it), `"agents"`
     (it runs programs from /opt/dledger/agents). Containers have all of them; on machines of
     an inventory (`harness run --hosts`) a run whose families need what a host lacks is refused
-    before it starts.
+    before it starts. `in_all`: False for a family outside every design's fault model (losing a
+    node's disk breaks Raft's stable-storage assumption), which the `all` mix leaves out.
     """
 
     name: str
@@ -172,6 +177,7 @@ class Family:
     weight: float = 1.0
     repeat: str | None = None
     needs: frozenset[str] = field(default_factory=frozenset)
+    in_all: bool = True
 
     @property
     def instant(self) -> bool:

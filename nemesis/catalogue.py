@@ -14,6 +14,7 @@ from nemesis.churn import CHURN
 from nemesis.clock import CLOCK
 from nemesis.disk import DISK
 from nemesis.kill import KILL, STOP
+from nemesis.lose import LOSE_NODE
 from nemesis.packet import PACKET
 from nemesis.partition import PARTITION
 from nemesis.pause import PAUSE
@@ -22,7 +23,7 @@ from nemesis.recipes import PART_KILL, PAUSE_KILL, SWIZZLE_CLOG
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     KILL, STOP, PAUSE, PARTITION, CLOCK, CHURN, PACKET, DISK, PAUSE_KILL, PART_KILL, SWIZZLE_CLOG,
-    POWER_LOSS)}
+    POWER_LOSS, LOSE_NODE)}
 
 # Named mixes. `default` is what `make chaos` runs: leader-aware kills, pauses, partitions
 # and clock skew, drawn so that every run changes the leader.
@@ -33,8 +34,8 @@ MIXES: dict[str, tuple[str, ...]] = {
 
 
 def mixes() -> dict[str, tuple[str, ...]]:
-    """The named mixes, `all` (every family) included."""
-    return {**MIXES, "all": tuple(FAMILIES)}
+    """The named mixes, `all` (every family inside the fault model) included."""
+    return {**MIXES, "all": tuple(name for name, family in FAMILIES.items() if family.in_all)}
 
 
 def resolve_words(text: str) -> list[str]:

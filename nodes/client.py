@@ -93,6 +93,7 @@ class ReadResult:
     commit_index: int
     node: str
     last_index: int
+    leader: str | None = None  # the leader (master) the serving node knows
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +113,7 @@ class PullResult:
     max_offset: int
     suggest: str | None
     node: str
+    leader: str | None = None  # the master the serving node knows
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +268,7 @@ class Client:
         """
         request = GetRequest(first, first if last is None else last, self.group, mode)
         node, reply = self._read_call(request, ReadResponse, node, timeout)
-        return ReadResult(reply.entries, reply.commit_index, node, reply.last_index)
+        return ReadResult(reply.entries, reply.commit_index, node, reply.last_index, reply.leader)
 
     def transfer(self, to: str, timeout: float | None = None) -> TransferResult:
         """Ask the leader to hand leadership to `to`; returns once `to` leads."""
@@ -293,7 +295,7 @@ class Client:
         request = PullRequest(offset, max_entries, self.group)
         node, reply = self._read_call(request, PullResponse, node, timeout)
         return PullResult(reply.entries, reply.next_offset, reply.min_offset, reply.max_offset, reply.suggest,
-                          node)
+                          node, reply.leader)
 
     def promote(self, node: str, role: str = "", timeout: float | None = None) -> PromoteResult:
         """Master-slave mode: make `node` the master (`role` SYNC_MASTER or ASYNC_MASTER; ""

@@ -59,3 +59,25 @@ def test_instant_faults_and_errors():
     churn, kill = fault_log(history, VOCAB, [], WALL)["faults"]
     assert (churn["start_s"], churn["end_s"], churn["detail"]) == (1.0, 1.4, {"to": "n2"})
     assert kill["error"] == "CommandFailed: boom" and kill["targets"] == []
+
+
+def consume(t_invoke, t_done, kind, consumer=0, process=9):
+    asked = {"consumer": consumer, "from": 0}
+    done = {**asked, "to": -1, "entries": [], "offset": 0} if kind == "ok" else asked
+    return [op(t_invoke, "invoke", process, "consume", asked), op(t_done, kind, process, "consume", done)]
+
+
+def test_consumer_stall_is_the_longest_stretch_a_consumer_got_no_answer_and_consumes_are_not_client_ops():
+    history = [
+        *consume(0.0, 0.1, "ok"), *consume(0.0, 0.2, "ok", consumer=1, process=8),
+        op(1.0, "invoke", "nemesis", "kill"), op(1.1, "info", "nemesis", "kill", {"targets": ["n1"]}),
+        *consume(1.2, 1.3, "fail"), *consume(1.4, 4.4, "info"), *consume(4.5, 4.6, "ok", process=14),
+        *consume(1.5, 1.6, "ok", consumer=1, process=8),
+        op(5.0, "invoke", "nemesis", "start"), op(5.1, "info", "nemesis", "start", {"targets": ["n1"]}),
+    ]
+    (kill,) = fault_log(history, VOCAB, [], WALL)["faults"]
+    assert kill["consumer_stall_s"] == 3.6  # consumer 0: from the start (1.0) to its ok at 4.6
+    assert kill["ops"] == {"ok": 0, "fail": 0, "info": 0}
+    (plain,) = fault_log([op(1.0, "invoke", "nemesis", "kill"), op(1.1, "info", "nemesis", "kill", {})],
+                         VOCAB, [], WALL)["faults"]
+    assert "consumer_stall_s" not in plain
