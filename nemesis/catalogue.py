@@ -14,7 +14,7 @@ from nemesis.churn import CHURN
 from nemesis.clock import CLOCK
 from nemesis.disk import DISK
 from nemesis.kill import KILL, STOP
-from nemesis.lose import LOSE_NODE
+from nemesis.lose import ISOLATE_LOSE, LOSE_NODE
 from nemesis.packet import PACKET
 from nemesis.partition import PARTITION
 from nemesis.pause import PAUSE
@@ -23,7 +23,7 @@ from nemesis.recipes import PART_KILL, PAUSE_KILL, SWIZZLE_CLOG
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     KILL, STOP, PAUSE, PARTITION, CLOCK, CHURN, PACKET, DISK, PAUSE_KILL, PART_KILL, SWIZZLE_CLOG,
-    POWER_LOSS, LOSE_NODE)}
+    POWER_LOSS, LOSE_NODE, ISOLATE_LOSE)}
 
 # Named mixes. `default` is what `make chaos` runs: leader-aware kills, pauses, partitions
 # and clock skew, drawn so that every run changes the leader.

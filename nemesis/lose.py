@@ -9,6 +9,11 @@ harness acts as RocketMQ's operator and promotes the most advanced live slave (t
 whose durable log reaches furthest) at once; the history value of the fault says whom,
 at which epoch, and what every slave held (`promoted`). The wiped node later starts with
 its old command line, learns of the newer master from its peers and follows it.
+
+`isolate-lose` first cuts the leader (master) off from its peers for `--recipe-step-ms`
+(clients still reach it), then loses it: what it acknowledged alone is then gone unless the
+design never acknowledges what its peers lack. DLedger and a SYNC_MASTER must lose nothing
+there; an ASYNC_MASTER loses every write of that step (a must-fail control).
 """
 
 from __future__ import annotations
@@ -16,67 +21,117 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
+import time
 from typing import Any
 
+from nemesis import grudge
 from nemesis.base import Family, Nodes
+from nemesis.partition import apply_grudge, heal_all, lift_grudge, rules_left
 from nemesis.process import ProcessFault, not_running
-from nemesis.targets import pick, targets_option
+from nemesis.recipes import STEP, Steps, process_leftovers
+from nemesis.targets import choose, pick, targets_option
 from nodes.client import Client, ClientError
 
 log = logging.getLogger(__name__)
 MASTER_ROLES = ("SYNC_MASTER", "ASYNC_MASTER")
 
 
+def lose(nodes: Nodes, victims: list[str], timeout: float = 3.0) -> dict[str, Any]:
+    """Kill and wipe `victims`; promote the most advanced live slave when the master was among
+    them (master-slave mode). What was done, for the fault's history value."""
+    with Client(nodes.network_peers(), timeout=timeout) as client:
+        masters = _masters(nodes, client, timeout)
+        for node in victims:
+            nodes.kill(node)
+            nodes.wipe(node)
+        if masters and set(masters) <= set(victims):
+            return {"promoted": _promote(nodes, client, set(victims), timeout)}
+    return {}
+
+
+def _masters(nodes: Nodes, client: Client, timeout: float) -> list[str]:
+    """The nodes that say they are a master (master-slave mode; [] in DLedger mode)."""
+    masters = []
+    for node in nodes.names:
+        with contextlib.suppress(ClientError):
+            if client.metadata(node=node, timeout=timeout).broker_role in MASTER_ROLES:
+                masters.append(node)
+    return masters
+
+
+def _promote(nodes: Nodes, client: Client, exclude: set[str], timeout: float) -> dict[str, Any]:
+    """Promote the live slave whose durable log reaches furthest; what was done."""
+    ends: dict[str, int] = {}
+    for node in nodes.names:
+        if node not in exclude:
+            with contextlib.suppress(ClientError):
+                ends[node] = client.get(0, 0, node=node, mode="follower", timeout=timeout).commit_index
+    if not ends:
+        return {"node": None, "ends": ends, "error": "no slave answered: nothing to promote"}
+    chosen = max(ends, key=lambda n: (ends[n], n))
+    try:
+        epoch = client.promote(chosen, timeout=timeout).epoch
+    except ClientError as e:
+        log.warning("promoting %s failed: %s", chosen, e)
+        return {"node": chosen, "ends": ends, "error": str(e)}
+    return {"node": chosen, "epoch": epoch, "ends": ends}
+
+
 class LoseNode(ProcessFault):
     """Kill and wipe the targets, promote a slave when the master was among them; see the module doc."""
 
-    def __init__(self, nodes: Nodes, targets: tuple[str, ...], timeout: float = 3.0) -> None:
-        super().__init__(nodes, targets, self._lose, nodes.start, not_running(nodes))
-        self.timeout = timeout
+    def __init__(self, nodes: Nodes, targets: tuple[str, ...]) -> None:
+        super().__init__(nodes, targets, self._lose_one, nodes.start, not_running(nodes))
 
-    def _lose(self, node: str) -> None:
-        self.nodes.kill(node)
-        self.nodes.wipe(node)
+    def _lose_one(self, node: str) -> None:
+        lose(self.nodes, [node])
 
     def start(self, rng: random.Random) -> dict[str, Any]:
         spec, victims = pick(self.nodes, self.targets, rng)
-        with Client(self.nodes.network_peers(), timeout=self.timeout) as client:
-            masters = self._masters(client)
-            for node in victims:
-                self._lose(node)
-                if node not in self.hurt:
-                    self.hurt.append(node)
-            value: dict[str, Any] = {"target": spec, "targets": victims}
-            if masters and set(masters) <= set(victims):
-                value["promoted"] = self._promote(client, exclude=set(victims))
-        return value
+        done = lose(self.nodes, victims)
+        self.hurt += [node for node in victims if node not in self.hurt]
+        return {"target": spec, "targets": victims, **done}
 
-    def _masters(self, client: Client) -> list[str]:
-        """The nodes that say they are a master (master-slave mode; [] in DLedger mode)."""
-        masters = []
-        for node in self.nodes.names:
-            with contextlib.suppress(ClientError):
-                if client.metadata(node=node, timeout=self.timeout).broker_role in MASTER_ROLES:
-                    masters.append(node)
-        return masters
 
-    def _promote(self, client: Client, exclude: set[str]) -> dict[str, Any]:
-        """Promote the live slave whose durable log reaches furthest; what was done."""
-        ends: dict[str, int] = {}
+class IsolateLose:
+    """Cut the leader off from its peers for a step, then lose it; see the module doc."""
+
+    def __init__(self, nodes: Nodes, step_s: float) -> None:
+        self.nodes = nodes
+        self.step_s = step_s
+        self.lost: list[str] = []
+
+    def start(self, rng: random.Random) -> dict[str, Any]:
+        steps = Steps()
+        names = self.nodes.names
+        leader = self.nodes.leader()
+        victim = choose("leader", names, leader, rng)[0]
+        drops = grudge.grudge(grudge.components([[victim], [n for n in names if n != victim]]))
+        apply_grudge(self.nodes, drops)
+        steps.add("isolate", [victim], grudge=drops)
+        time.sleep(self.step_s)  # the leader takes writes its peers never see
+        done = lose(self.nodes, [victim])
+        self.lost.append(victim)
+        steps.add("lose", [victim], **done)
+        lift_grudge(self.nodes, drops)
+        steps.add("heal", names)
+        return {"leader": leader, "steps": steps.done, "targets": [victim], **done}
+
+    def stop(self) -> dict[str, Any]:
+        restarted = sorted(self.lost)
+        for node in restarted:
+            self.nodes.start(node)
+        self.lost.clear()
+        return {"targets": restarted}
+
+    def heal(self) -> None:
+        heal_all(self.nodes)
         for node in self.nodes.names:
-            if node not in exclude:
-                with contextlib.suppress(ClientError):
-                    got = client.get(0, 0, node=node, mode="follower", timeout=self.timeout)
-                    ends[node] = got.commit_index
-        if not ends:
-            return {"node": None, "ends": ends, "error": "no slave answered: nothing to promote"}
-        chosen = max(ends, key=lambda n: (ends[n], n))
-        try:
-            epoch = client.promote(chosen, timeout=self.timeout).epoch
-        except ClientError as e:
-            log.warning("promoting %s failed: %s", chosen, e)
-            return {"node": chosen, "ends": ends, "error": str(e)}
-        return {"node": chosen, "epoch": epoch, "ends": ends}
+            self.nodes.start(node)
+        self.lost.clear()
+
+    def leftovers(self) -> list[str]:
+        return rules_left(self.nodes) + process_leftovers(self.nodes)
 
 
 LOSE_NODE = Family(
@@ -85,3 +140,11 @@ LOSE_NODE = Family(
     help="SIGKILL the targets and wipe their data dir (a machine or disk lost for good), promoting the "
          "most advanced slave when a master-slave master is lost; then start them again, empty",
     options=(targets_option("lose-node", "leader,one"),), weight=0.5, in_all=False)
+
+ISOLATE_LOSE = Family(
+    name="isolate-lose", label="isolated leader lost", start_f="start-isolate-lose",
+    stop_f="replace-isolated",
+    make=lambda nodes, o: IsolateLose(nodes, o["recipe_step_ms"] / 1000),
+    help="cut the leader (master) off from its peers for a step (clients still reach it), then lose it as "
+         "lose-node does; start it again, empty, at stop",
+    options=(STEP,), weight=0.5, needs=frozenset({"root", "iptables"}), in_all=False)
