@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: setup debootstrap chromium test lint chaos image sim checker-service bench bench-store bench-node bench-failover bench-checker bench-harness bench-nemesis clean
+.PHONY: setup debootstrap chromium test lint chaos compare image sim checker-service bench bench-store bench-node bench-failover bench-checker bench-harness bench-nemesis clean
 
 setup: $(STAMP)
 
@@ -31,6 +31,11 @@ lint: setup
 
 test: setup lint debootstrap chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The same seeded test against DLedger, SYNC_MASTER and ASYNC_MASTER, one table (see harness/compare.py).
+compare: setup debootstrap
+	$(PY) -m harness compare --nodes 3 --time-limit 60 --nemesis isolate-lose,kill,pause,partition \
+		--nemesis-concurrency 1 --seed 7
 
 image: setup debootstrap
 	$(PY) -m harness image

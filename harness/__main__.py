@@ -1,5 +1,5 @@
-"""`python -m harness COMMAND`: build images, run chaos tests against containers, list faults,
-re-render a run's report, serve the results folder, clean up."""
+"""`python -m harness COMMAND`: build images, run chaos tests against containers, compare the
+designs under one test, list faults, re-render a run's report, serve the results folder, clean up."""
 
 import sys
 import traceback
@@ -11,6 +11,7 @@ COMMANDS = {
     "image": "harness.image",
     "clean": "harness.clean",
     "run": "harness.run",
+    "compare": "harness.compare",
     "faults": "harness.faults",
     "serve": "harness.serve",
     "report": "harness.report",

@@ -95,9 +95,11 @@ FLAGS: tuple[Flag, ...] = (
 )
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Every flag of FLAGS, then every fault family's options."""
+def add_arguments(parser: argparse.ArgumentParser, without: tuple[str, ...] = ()) -> None:
+    """Every flag of FLAGS but those named in `without`, then every fault family's options."""
     for flag in FLAGS:
+        if flag.name in without:
+            continue
         shown = flag.default is not None and not flag.switch
         text = f"{flag.help} (default {flag.default})" if shown else flag.help
         if flag.switch:
