@@ -1,0 +1,67 @@
+"""End to end, one short run per design under the same fault: the leader (master) is cut off
+from its peers for a step while clients still reach it, then lost for good (isolate-lose).
+
+What each design predicts, and what the run must show:
+* DLedger: the isolated leader commits nothing alone, a majority elects another: valid.
+* SYNC_MASTER: the isolated master answers SLAVE_NOT_AVAILABLE (recorded as info, the
+  outcome unknown), the harness promotes the most advanced slave: valid.
+* ASYNC_MASTER: the isolated master acknowledges writes no slave has; after the promotion
+  they are gone: invalid, with `lost` witnesses (a must-fail control).
+Consumers run in every mode and fail over when their node is lost.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from chaosrun import harness_run, leftovers, only_run_dir, read_json
+
+pytestmark = [pytest.mark.docker, pytest.mark.chaos]
+FLAGS = ("--nodes", "3", "--time-limit", "15", "--nemesis", "isolate-lose", "--nemesis-interval", "4",
+         "--rate", "300", "--consumers", "2", "--seed", "4")
+
+
+def ops_of(run_dir):
+    return [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+
+
+def lost_leaders(ops):
+    return [op["value"] for op in ops if op["f"] == "start-isolate-lose" and op["type"] != "invoke"]
+
+
+@pytest.mark.parametrize("mode, code", [("dledger", 0), ("master-slave-sync", 0), ("master-slave-async", 1)])
+def test_each_design_under_a_lost_isolated_leader_gets_the_verdict_it_predicts(tmp_path, mode, code):
+    results = tmp_path / "results"
+    done = harness_run(results, "--mode", mode, *FLAGS)
+    assert done.returncode == code, done.stdout + done.stderr
+    run_dir = only_run_dir(results)
+    test, verdict = read_json(run_dir / "test.json"), read_json(run_dir / "results.json")
+    ops = ops_of(run_dir)
+    assert test["mode"] == mode and leftovers(test["run_id"]) == []
+    faults = lost_leaders(ops)
+    assert faults and all(f["steps"][1]["step"] == "lose" for f in faults), "the nemesis lost a leader"
+    consumes = [op for op in ops if op["f"] == "consume" and op["type"] == "ok"]
+    assert {op["value"]["consumer"] for op in consumes} == {0, 1}
+    assert len({op["node"] for op in consumes}) >= 2, "consumers moved to another node when theirs was lost"
+    if mode == "dledger":
+        assert "promoted" not in faults[0] and test["read_mode"] == "read-index"
+        assert verdict["stats"]["faults"]["leader_changes"] >= 1
+    else:
+        assert test["read_mode"] == "committed"
+        promoted = faults[0]["promoted"]
+        assert promoted["node"] in ("n2", "n3") and promoted["epoch"] >= 2 and "error" not in promoted
+    if mode == "master-slave-sync":
+        refused = [op for op in ops if op["f"] == "append" and op["type"] == "info"
+                   and ("SLAVE_NOT_AVAILABLE" in op["error"] or "FLUSH_SLAVE_TIMEOUT" in op["error"])]
+        assert refused, "the isolated SYNC_MASTER refused writes no slave could take"
+    if mode == "master-slave-async":
+        lost = verdict["checks"]["lost"]
+        assert verdict["valid"] is False and lost["count"] > 0 and lost["witnesses"]
+        witness = lost["witnesses"][0]
+        acked = next(op for op in ops if op["f"] == "append" and op["type"] == "ok"
+                     and op["value"]["id"] == witness["id"])
+        assert acked["node"] == faults[0]["leader"], "the lost write was acknowledged by the isolated master"
+        assert 'id="witness-lost-1"' in (run_dir / "report.html").read_text()
+    else:
+        assert verdict["valid"] is True, verdict
