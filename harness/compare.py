@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as e:
             raise UsageError(str(e)) from None
         runs.append((mode, mode_args))
-    if args.inventory is None:
+    if runs[0][1].inventory is None:
         connect().close()  # a missing Docker engine: one sentence, before any run
     words = "-".join(catalogue.resolve_words(args.nemesis)) or "no-faults"
     rows = []

@@ -58,3 +58,30 @@ def test_unknown_modes_are_refused_before_anything_runs(tmp_path):
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 254 and "--modes: unknown raft" in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_compare_runs_each_mode_with_one_seed_and_writes_the_table(tmp_path, monkeypatch, capsys):
+    import argparse
+
+    from harness import compare, run
+
+    calls = []
+
+    def fake_run_test(args, faults, name, seed):
+        calls.append((args.mode, args.read_mode, faults, name, seed))
+        return (1 if args.mode == "master-slave-async" else 0), folder(tmp_path, args.mode, 0)
+
+    monkeypatch.setattr(run, "run_test", fake_run_test)
+    monkeypatch.setattr(compare, "connect", lambda: argparse.Namespace(close=lambda: None))
+    parser = argparse.ArgumentParser()
+    compare.add_arguments(parser)
+    args = parser.parse_args(["--nemesis", "kill", "--seed", "9", "--results-dir", str(tmp_path / "results")])
+    assert compare.run(args) == 0
+    assert [c[0] for c in calls] == ["dledger", "master-slave-sync", "master-slave-async"]
+    assert [c[1] for c in calls] == ["read-index", "committed", "committed"]
+    assert {c[4] for c in calls} == {9} and calls[0][2] == ["kill"]
+    assert calls[2][3] == "compare-master-slave-async-kill"
+    (written,) = (tmp_path / "results" / "compare").iterdir()
+    assert [row["mode"] for row in json.loads((written / "compare.json").read_text())["rows"]] == [
+        "dledger", "master-slave-sync", "master-slave-async"]
+    assert (written / "compare.txt").read_text().strip() in capsys.readouterr().out
