@@ -1,4 +1,4 @@
-"""Check results folders: durability and linearizability of the log, replicas, elections.
+"""Check results folders: durability and linearizability of the log, consumers, replicas, elections.
 
 `check` checks one folder and writes its results.json; `check_many` checks many in the same
 Spark jobs. The command line is `checkers.checkcli`; the checker service (`checkers.service`)
@@ -11,11 +11,11 @@ import json
 import time
 from functools import reduce
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pyspark.sql import DataFrame, SparkSession
 
-from checkers import durability, realtime, screen
+from checkers import consumers, durability, realtime, screen
 from checkers.anomalies import SUSPECT, collect_anomalies
 from checkers.elections import election_safety, load_events
 from checkers.finallogs import FinalLogs, load_final_logs
@@ -24,10 +24,29 @@ from checkers.layout import ResultsDir
 from checkers.replicas import load_stores, replica_disagreement
 from checkers.spark import session, shuffle_partitions_for, sql_conf
 from checkers.tables import Tables
-from checkers.verdict import INFORMATIONAL, decide
+from checkers.verdict import INFORMATIONAL, NEEDS_FINAL_LOG, decide
 
 DEFAULT_WITNESSES = 10
-NEEDS_FINAL_LOG = ("lost", "index-mismatch", "realtime-reorder", "hole", "recovered")
+
+
+class Pass(Protocol):
+    """One Spark pass over a check run's tables: anomaly rows (`hid, check, key, witness`, see
+    `anomalies`) of one or more of `verdict.REGISTRY`'s checks."""
+
+    def __call__(self, t: Tables, /) -> DataFrame: ...
+
+
+# The exact checks, run when the screen cannot clear every history (or when asked).
+EXACT: tuple[Pass, ...] = (
+    durability.by_id,
+    durability.divergence,
+    durability.hole,
+    realtime.time_order,
+    realtime.future_read,
+)
+# Exact, and run on the screen's path too (they cost one grouping of the consumed entries):
+# the consumer checks, in check runs that have consumes.
+CONSUMER_CHECKS: tuple[Pass, ...] = (consumers.checks,)
 
 
 def check(
@@ -66,19 +85,14 @@ def check_many(
         stores = load_stores(spark, dirs)
         loaded = time.monotonic()
         common = [election_safety(events), replica_disagreement(stores, finals)]
+        if any(s.get("consume_ops") for s in history.stats.values()):
+            common += [run(tables) for run in CONSUMER_CHECKS]
         found = {} if exact else _screen(spark, tables, common, witnesses)
         flagged = {hid: _flagged(hid, found, finals) for hid in range(len(dirs))}
         screened = time.monotonic()
         ran_exact = exact or any(flagged.values())
         if ran_exact:
-            parts = [
-                durability.by_id(tables),
-                durability.divergence(tables),
-                durability.hole(tables),
-                realtime.time_order(tables),
-                realtime.future_read(tables),
-                *common,
-            ]
+            parts = [*[run(tables) for run in EXACT], *common]
             found = collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses)
     finally:
         tables.unpersist()
@@ -149,7 +163,7 @@ def _undecidable(layout: ResultsDir, ends: dict[str, int]) -> tuple[dict[str, st
     if missing:
         notes.append(f"no final log for {len(missing)} node(s): {', '.join(missing)}")
         if ends and len(ends) < layout.cluster_size() // 2 + 1:
-            why["lost"] = (
+            why["lost"] = why["consumed-then-lost"] = (
                 f"final logs of {len(ends)} of {layout.cluster_size()} nodes: fewer than a "
                 "majority, a committed entry may be only on the missing nodes"
             )

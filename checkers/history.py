@@ -1,4 +1,4 @@
-"""history.jsonl into DataFrames: appends and reads paired with their completions.
+"""history.jsonl into DataFrames: appends, reads and consumes paired with their completions.
 
 One shuffle does all the work on the lines. They are cut into buckets of consecutive
 history indexes and each bucket is sorted once; inside it two windows run over the same
@@ -11,6 +11,9 @@ then named, with file and line, by a Python scan of the file.
 
 Real-time order is history order: op A precedes op B when A's completion line comes before
 B's invoke line (Jepsen's convention; the harness writes lines in time order).
+
+Consumes (`f` `consume`, their format in `checkers.jsonlines`) are paired like the others;
+what they got is not a read, so it adds nothing to the real-time prefixes.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructField, StructType
 
 from checkers.jsonlines import NEMESIS, OP_TYPES, HistoryValidator
 from checkers.layout import ResultsDir
@@ -36,6 +39,9 @@ VALUE_SCHEMA = StructType(
         StructField("to", LongType()),
         StructField("entries", ArrayType(ArrayType(StringType()))),
         StructField("commit_index", LongType()),
+        StructField("consumer", LongType()),
+        StructField("offset", LongType()),
+        StructField("rewound", BooleanType()),
     ]
 )
 _FIELDS = [
@@ -58,6 +64,8 @@ VALUE_COLUMNS = {
     "rto": "to",
     "entries": "entries",
     "commit_index": "commit_index",
+    "consumer": "consumer",
+    "offset": "offset",
 }
 # Columns a line hands to the invoke before it (lead) and to the line after it (lag).
 NEXT = (
@@ -73,6 +81,8 @@ NEXT = (
     "rto",
     "entries",
     "commit_index",
+    "offset",
+    "node",
 )
 PREV = ("type", "f")
 
@@ -89,6 +99,9 @@ class History:
         k (seen_max, or rfrom - 1), gap (the read's entries skip an index of rfrom..k),
         p_ack, p_seen.
     read_entries: hid, rid, log_index, id.
+    consumes (ok consumes only): hid, cid (the invoke's index), consumer, process, node (the
+        completion's, else the invoke's), inv_time, cmp_index, cmp_time, cfrom, cto, offset,
+        entries (as read: [[log_index, id], ...]).
 
     p_ack and p_seen are the real-time prefixes at the op's invoke: the highest index
     acknowledged to an ok append, and the highest index an ok read saw, among the ops that
@@ -98,6 +111,7 @@ class History:
     appends: DataFrame
     reads: DataFrame
     read_entries: DataFrame
+    consumes: DataFrame
     stats: dict[int, dict[str, Any]]
     cached: list[DataFrame]
     lines: int
@@ -116,9 +130,10 @@ def _corrupt() -> Column:
 
 def _bad_line() -> Column:
     client = F.col("process") != NEMESIS
-    is_append, is_read = F.col("f") == "append", F.col("f") == "read"
+    is_append, is_read, is_consume = F.col("f") == "append", F.col("f") == "read", F.col("f") == "consume"
     invoke, ok = F.col("type") == "invoke", F.col("type") == "ok"
     bad_entry = F.exists("entries", lambda e: (F.size(e) != 2) | e[0].cast("long").isNull())
+    bad_entries = F.col("entries").isNull() | F.coalesce(bad_entry, F.lit(False))
     return F.coalesce(
         F.col("corrupt")
         | F.col("index").isNull()
@@ -130,7 +145,9 @@ def _bad_line() -> Column:
         | (client & is_append & invoke & F.col("id").isNull())
         | (client & is_append & ok & F.col("log_index").isNull())
         | (client & is_read & invoke & (F.col("rfrom").isNull() | F.col("rto").isNull()))
-        | (client & is_read & ok & (F.col("entries").isNull() | F.coalesce(bad_entry, F.lit(False)))),
+        | (client & is_read & ok & bad_entries)
+        | (client & is_consume & invoke & (F.col("consumer").isNull() | F.col("rfrom").isNull()))
+        | (client & is_consume & ok & (bad_entries | F.col("offset").isNull())),
         F.lit(True),
     )
 
@@ -177,6 +194,8 @@ def _lines(spark: SparkSession, files: list[SourceFile], bucket_lines: int) -> D
             "rto",
             "entries",
             "commit_index",
+            "consumer",
+            "offset",
             "corrupt",
             "bad",
             "c_ack",
@@ -289,8 +308,8 @@ def load_history(spark: SparkSession, dirs: list[ResultsDir], *, bucket_lines: i
     return History(*_ops(good), stats=stats, cached=[edge, kept], lines=lines)
 
 
-def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """appends, reads and read_entries from the paired, validated invokes."""
+def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame, DataFrame]:
+    """appends, reads, read_entries and consumes from the paired, validated invokes."""
     done, ok = F.col("done"), F.col("next_type") == "ok"
     appends = good.where(F.col("f") == "append").select(
         "hid",
@@ -339,7 +358,21 @@ def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
     read_entries = ok_reads.select(
         "hid", F.col("index").alias("rid"), F.explode("next_entries").alias("e")
     ).select("hid", "rid", F.col("e")[0].cast("long").alias("log_index"), F.col("e")[1].alias("id"))
-    return appends, reads, read_entries
+    consumes = good.where((F.col("f") == "consume") & ok).select(
+        "hid",
+        F.col("index").alias("cid"),
+        "consumer",
+        F.col("process").cast("long").alias("process"),
+        F.coalesce("next_node", "node").alias("node"),
+        F.col("time").alias("inv_time"),
+        F.col("next_index").alias("cmp_index"),
+        F.col("next_time").alias("cmp_time"),
+        F.coalesce("next_rfrom", "rfrom").alias("cfrom"),
+        F.col("next_rto").alias("cto"),
+        F.col("next_offset").alias("offset"),
+        F.col("next_entries").alias("entries"),
+    )
+    return appends, reads, read_entries, consumes
 
 
 def _summary(events: DataFrame, bucket_lines: int) -> list[Row]:
@@ -376,6 +409,7 @@ def _summary(events: DataFrame, bucket_lines: int) -> list[Row]:
             count(~client & is_invoke).alias("nemesis_ops"),
             count(client & is_invoke & (F.col("f") == "append")).alias("appends"),
             count(client & is_invoke & (F.col("f") == "read")).alias("reads"),
+            count(client & is_invoke & (F.col("f") == "consume")).alias("consumes"),
             (count(client & ~is_invoke) + count(client & both)).alias("completions"),
             F.max(F.greatest(time, F.when(both, F.col("next_time")))).alias("duration_ns"),
             F.max(F.when(ok, F.col("next_c_ack"))).alias("ack"),
@@ -447,6 +481,7 @@ def _validate(rows: list[Row], files: list[SourceFile]) -> tuple[dict[int, dict[
             "nemesis_ops": a.get("nemesis_ops", 0),
             "append_ops": a.get("appends", 0),
             "read_ops": a.get("reads", 0),
+            "consume_ops": a.get("consumes", 0),
             "client_completions": a.get("completions", 0),
             "duration_ns": a.get("duration_ns"),
         }

@@ -3,6 +3,24 @@
 The Spark loaders parse files in bulk and come here only to explain a problem: they ask for
 the first bad line, so a person gets `history.jsonl line 17: ...`, never a Spark stack trace.
 The pure-Python reference checker, the report and the fault log read everything through here.
+
+History lines follow DESIGN.md's history contract; the client `f` values are `append`, `read`
+and `consume`. A consume is one pull of a consumer that reads the log in order from its
+offset (RocketMQ's pull consumer), so consumed entries are statements of what the log held,
+not reads (no stale or linearizability rule applies to them):
+
+    {"type": "invoke", "f": "consume", "value": {"consumer": 0, "from": 12}, ...}
+    {"type": "ok", "f": "consume", "value": {"consumer": 0, "from": 12, "to": 14,
+     "entries": [[12, "p3-41"], [13, null], [14, "p1-9"]], "offset": 15}, ...}
+    {"type": "fail" | "info", "f": "consume", "value": {"consumer": 0, "from": 15}, "error": ...}
+
+`consumer` (an integer) is the consumer's identity: it keeps it when it takes a fresh
+`process` after an info. `from` is the offset it pulled from. An ok answer holds the entries
+it got, consecutive log indexes from `from` (none: `to` is from - 1 and `entries` []), ids as
+in reads (null: a no-op entry), and `offset`, the consumer's committed consume offset after
+the pull: normally to + 1, lower than `from` when the node said the offset was beyond the
+log's end and the consumer rewound (then `entries` is [] and `rewound` is true). An ok
+consume's `consumer`, `from` and `to` may be left out: the invoke's stand.
 """
 
 from __future__ import annotations
@@ -14,6 +32,7 @@ from typing import Any
 
 Validator = Callable[[Any], "str | None"]
 OP_TYPES = ("invoke", "ok", "fail", "info")
+CLIENT_FS = ("append", "read", "consume")
 NEMESIS = "nemesis"
 ROLES = ("candidate", "leader", "follower")
 
@@ -81,9 +100,43 @@ def _clip(raw: bytes) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
+def _entries_problem(f: str, entries: Any) -> str | None:
+    if not isinstance(entries, list):
+        return f"an ok {f} needs a list value.entries"
+    for entry in entries:
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 2
+            and _is_int(entry[0])
+            and (entry[1] is None or isinstance(entry[1], str))
+        ):
+            return f"{f} entry {entry!r} is not [log_index, id]"
+    return None
+
+
+def _consume_problem(kind: str, value: dict[str, Any]) -> str | None:
+    if kind == "invoke":
+        if not (_is_int(value.get("consumer")) and _is_int(value.get("from"))):
+            return "a consume invoke needs integer value.consumer and value.from"
+        return None
+    if kind != "ok":
+        return None
+    problem = _entries_problem("consume", value.get("entries"))
+    if problem:
+        return problem
+    if not _is_int(value.get("offset")):
+        return "an ok consume needs an integer value.offset (the committed consume offset)"
+    for key in ("consumer", "from", "to"):
+        if key in value and not _is_int(value[key]):
+            return f"an ok consume's value.{key} must be an integer"
+    if "rewound" in value and not isinstance(value["rewound"], bool):
+        return "an ok consume's value.rewound must be true or false"
+    return None
+
+
 def _client_value_problem(record: dict[str, Any]) -> str | None:
     f, kind, value = record["f"], record["type"], record.get("value")
-    if f not in ("append", "read"):
+    if f not in CLIENT_FS:
         return None
     if not isinstance(value, dict):
         return f"a client {f} needs an object `value`"
@@ -93,20 +146,12 @@ def _client_value_problem(record: dict[str, Any]) -> str | None:
         if kind == "ok" and not _is_int(value.get("log_index")):
             return "an ok append needs an integer value.log_index"
         return None
+    if f == "consume":
+        return _consume_problem(kind, value)
     if kind == "invoke" and not (_is_int(value.get("from")) and _is_int(value.get("to"))):
         return "a read invoke needs integer value.from and value.to"
     if kind == "ok":
-        entries = value.get("entries")
-        if not isinstance(entries, list):
-            return "an ok read needs a list value.entries"
-        for entry in entries:
-            if not (
-                isinstance(entry, list)
-                and len(entry) == 2
-                and _is_int(entry[0])
-                and (entry[1] is None or isinstance(entry[1], str))
-            ):
-                return f"read entry {entry!r} is not [log_index, id]"
+        return _entries_problem("read", value.get("entries"))
     return None
 
 

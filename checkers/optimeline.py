@@ -214,6 +214,12 @@ def _summary(f: str, invoked: Any, done: dict[str, Any] | None) -> str:
         text = f"{value.get('from')}..{value.get('to')}"
         if isinstance(value.get("entries"), list):
             text += f": {len(value['entries'])} entries, commit {value.get('commit_index')}"
+    elif f == "consume" and isinstance(value, dict):
+        text = f"consumer {value.get('consumer')} from {value.get('from')}"
+        if isinstance(value.get("entries"), list):
+            text += f": {len(value['entries'])} entries, offset {value.get('offset')}"
+            if value.get("rewound"):
+                text += " (rewound)"
     else:
         text = json.dumps(value, separators=(",", ":"))
     if done and done.get("error"):

@@ -26,7 +26,8 @@ from checkers.timeline import FaultPeriod, Timeline
 
 TYPE_COLOURS = {"ok": "#2a9d8f", "fail": "#e76f51", "info": "#e9c46a"}
 FAULT_COLOURS = ["#adb5bd", "#cdb4db", "#a2d2ff", "#ffc8dd", "#bde0fe", "#ffafcc", "#d8e2dc"]
-MARKERS = {"append": "o", "read": "^"}
+MARKERS = {"append": "o", "read": "^", "consume": "s"}
+LINE_STYLES = {"append": "-", "read": "--", "consume": ":"}
 QUANTILES = (0.5, 0.95, 0.99, 1.0)
 TERM_COLOURS = plt.get_cmap("tab20").colors
 TERM_LABELS = 40  # label the leaders' bars with their term when there are at most this many
@@ -99,14 +100,14 @@ def latency_raw(canvas: _Canvas, title: str, timeline: Timeline) -> bytes:
 def latency_quantiles(canvas: _Canvas, title: str, timeline: Timeline) -> bytes:
     """Per-second quantiles of ok latencies, per operation kind."""
     fig, ax, handles = canvas.axes(title)
-    styles = {"append": "-", "read": "--"}
     for f, by_second in sorted(timeline.ok_latencies.items()):
         seconds = sorted(by_second)
         ordered = [sorted(by_second[s]) for s in seconds]
         for q in QUANTILES:
             values = [max(lat[min(len(lat) - 1, int(q * len(lat)))], 0.01) for lat in ordered]
             label = f"{f} p{round(q * 100)}" if q < 1 else f"{f} max"
-            (line,) = ax.plot([s + 0.5 for s in seconds], values, styles.get(f, ":"), lw=1.2, label=label)
+            (line,) = ax.plot([s + 0.5 for s in seconds], values, LINE_STYLES.get(f, "-."), lw=1.2,
+                              label=label)
             handles.append(line)
     ax.set_yscale("log")
     return canvas.finish(fig, ax, handles, "latency (ms)")
@@ -119,7 +120,7 @@ def rate(canvas: _Canvas, title: str, timeline: Timeline) -> bytes:
     keys = sorted({k for counts in timeline.per_second.values() for k in counts})
     for f, kind in keys:
         ys = [timeline.per_second[s].get((f, kind), 0) for s in seconds]
-        (line,) = ax.plot([s + 0.5 for s in seconds], ys, "-" if f == "append" else "--",
+        (line,) = ax.plot([s + 0.5 for s in seconds], ys, LINE_STYLES.get(f, "-."),
                           color=TYPE_COLOURS.get(kind), lw=1.2, label=f"{f} {kind}")
         handles.append(line)
     return canvas.finish(fig, ax, handles, "operations / s")

@@ -18,7 +18,7 @@ from typing import Any
 
 from checkers.jsonlines import HistoryValidator, event_line_problem, final_line_problem, iter_jsonl
 from checkers.layout import ResultsDir
-from checkers.verdict import decide
+from checkers.verdict import NEEDS_FINAL_LOG, decide
 
 NOOP = "\u0000noop"
 
@@ -66,6 +66,10 @@ class Op:
     def rfrom(self) -> int:
         return self.result.get("from", self.value["from"])
 
+    @property
+    def consumer(self) -> int:
+        return self.value["consumer"]
+
 
 @dataclass
 class Run:
@@ -74,6 +78,7 @@ class Run:
     layout: ResultsDir
     appends: list[Op]
     reads: list[Op]  # ok reads
+    consumes: list[Op]  # ok consumes, in history order
     finals: dict[str, dict[int, str | None]]  # node -> log_index -> id
     leaders: dict[int, set[str]]  # term -> claimed leaders
 
@@ -90,13 +95,15 @@ def load(results_dir: Path | str) -> Run:
     open_ops: dict[Any, Op] = {}
     appends: list[Op] = []
     reads: list[Op] = []
+    consumes: list[Op] = []
+    kinds = {"append": appends, "read": reads, "consume": consumes}
     for _, line in iter_jsonl(layout.history, HistoryValidator()):
-        if line["process"] == "nemesis" or line["f"] not in ("append", "read"):
+        if line["process"] == "nemesis" or line["f"] not in kinds:
             continue
         if line["type"] == "invoke":
             op = Op(line["f"], line["process"], line["index"], line["time"], line["value"])
             open_ops[line["process"]] = op
-            (appends if op.f == "append" else reads).append(op)
+            kinds[op.f].append(op)
         else:
             op = open_ops.pop(line["process"])
             op.type, op.cmp_index, op.cmp_time, op.result = (
@@ -116,7 +123,8 @@ def load(results_dir: Path | str) -> Run:
                 leaders[e["term"]].add(e["node"])
             elif e.get("role") and e.get("leader") is not None:
                 leaders[e["term"]].add(e["leader"])
-    return Run(layout, appends, [r for r in reads if r.type == "ok"], finals, leaders)
+    ok_consumes = [c for c in consumes if c.type == "ok"]
+    return Run(layout, appends, [r for r in reads if r.type == "ok"], ok_consumes, finals, leaders)
 
 
 def _checks(run: Run) -> dict[str, int]:
@@ -189,6 +197,39 @@ def _checks(run: Run) -> dict[str, int]:
         holes += sum(1 for g in range(end + 1) if g not in entries and (g == 0 or g - 1 in entries))
     counts["hole"] = holes
     counts["election-safety"] = sum(1 for names in run.leaders.values() if len(names) > 1)
+    counts.update(_consumer_checks(run, log, pos))
+    return counts
+
+
+def _consumer_checks(run: Run, log: dict[int, str | None] | None, pos: dict[str, int]) -> dict[str, int]:
+    """consumed-then-lost, consume-divergence and skipped-offset (see `checkers.consumers`)."""
+    counts: dict[str, int] = {}
+    consumed = [(i, x) for c in run.consumes for i, x in c.entries]
+    if log is not None:
+        counts["consumed-then-lost"] = len({x for _, x in consumed if x is not None and x not in pos})
+    at: dict[int, set[str]] = defaultdict(set)
+    for i, x in consumed:
+        at[i].add(NOOP if x is None else x)
+    final = log or {}
+    counts["consume-divergence"] = sum(
+        1
+        for i, ids in at.items()
+        if (len(ids | {NOOP if final[i] is None else final[i]}) > 1 if i in final else len(ids) > 1)
+        or (i not in final and any(x in pos for x in ids))
+    )
+    skipped = 0
+    committed: dict[int, int] = {}  # consumer -> offset after its last ok consume
+    for c in sorted(run.consumes, key=lambda c: c.inv_index):
+        indexes = [i for i, _ in c.entries]
+        previous = committed.get(c.consumer)
+        if (
+            (previous is not None and c.rfrom > previous)
+            or indexes != list(range(c.rfrom, c.rfrom + len(indexes)))
+            or c.result["offset"] > c.rfrom + len(indexes)
+        ):
+            skipped += 1
+        committed[c.consumer] = c.result["offset"]
+    counts["skipped-offset"] = skipped
     return counts
 
 
@@ -210,11 +251,7 @@ def reference_check(results_dir: Path | str) -> dict[str, Any]:
     counts = _checks(run)
     why: dict[str, str] = {}
     if run.cluster is None:
-        why.update(
-            dict.fromkeys(
-                ("lost", "index-mismatch", "realtime-reorder", "hole", "recovered"), "no final logs"
-            )
-        )
+        why.update(dict.fromkeys(NEEDS_FINAL_LOG, "no final logs"))
     if not run.leaders and not run.layout.event_logs():
         why["election-safety"] = "no events"
     why["replica-disagreement"] = "not checked by the reference checker"

@@ -19,24 +19,10 @@ from checkers.nodeseries import NodeSeries, read_node_series
 from checkers.optimeline import write_timeline
 from checkers.plots import draw_plots
 from checkers.timeline import timeline_of
+from checkers.verdict import REGISTRY
 from checkers.witnesses import HISTORY_KEYS, HistoryLookup, final_entries, log_indexes, named, witness_views
 
-ABOUT = {
-    "lost": "an acknowledged append, or an entry an ok read saw, missing from the final log",
-    "divergence": "one log index holding different ids",
-    "duplicate": "one id at two indexes",
-    "phantom": "an id in a log or read that no client appended",
-    "aborted-read": "an id seen whose append definitely failed",
-    "index-mismatch": "the ack said index i, the final log has the id at j",
-    "realtime-reorder": "append A completed before B was invoked, yet A's index is after B's",
-    "stale-read": "a read invoked after an append to index i was acknowledged does not see i",
-    "future-read": "a read saw an id whose append was invoked after the read returned",
-    "nonmonotonic-read": "a later read sees a shorter committed log",
-    "hole": "a gap below the highest committed index in a final log",
-    "replica-disagreement": "node data files disagree at an index both committed",
-    "election-safety": "two leaders in one term",
-    "recovered": "indeterminate appends that did land (not an error)",
-}
+ABOUT = {c.name: c.about for c in REGISTRY}  # what each check looks for
 WORDS = {True: "valid", False: "invalid", "unknown": "unknown"}
 ORDER = ("invalid", "unknown", "allowed", "valid", "info")  # how the checks table is sorted
 SUMMARY_KEYS = (
@@ -142,6 +128,7 @@ def _verdict(results: dict[str, Any] | None, linearizable: bool) -> dict[str, An
         "allowed": [(n, c["count"]) for n, c in checks.items() if _state(c) == "allowed"],
         "appends": stats.get("append_ops"),
         "reads": stats.get("read_ops"),
+        "consumes": stats.get("consume_ops"),
         "read_mode": results.get("read_mode"),
         "linearizable": linearizable,
     }

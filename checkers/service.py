@@ -149,7 +149,7 @@ class Service:
         with tempfile.TemporaryDirectory(prefix="checker-warm-") as tmp:
             correct = Path(tmp, "correct")
             write_lines(correct, seed=1, n_lines=self.warm_lines)
-            sim = simulate(2, n_ops=200)
+            sim = simulate(2, n_ops=200, consumers=2)  # the consumer checks compile too
             for entries in sim.final.values():  # a hole where an entry was: the exact checks run
                 del entries[len(entries) // 2]
             broken = sim.write(Path(tmp, "broken"))

@@ -3,7 +3,10 @@
 `simulate` runs concurrent clients against one log in simulated time: each op takes effect
 at one instant between its invoke and its completion, appends may fail (never landing) or
 time out (`info`, landing or not, possibly after the timeout), leaders change with a no-op
-entry, and the nemesis leaves start/stop lines. The result is linearizable by construction.
+entry, and the nemesis leaves start/stop lines. With `consumers`, that many consumers pull
+the log in order from offset 0 (`f` `consume`), up to `batch` entries a pull, from a node
+that sometimes lags (`p_lag`): a pull from past a lagging node's end rewinds the consumer to
+it, and it consumes the same entries again. The result is linearizable by construction.
 `write_lines` streams a huge history straight to disk. The checker service warms up on
 these, the benchmark times them, and the tests break them on purpose (tests/checker/histgen.py).
 """
@@ -139,6 +142,9 @@ def _events(
     elections: int,
     nemesis: int,
     world: _World,
+    consumers: int = 0,
+    batch: int = 4,
+    p_lag: float = 0.3,
 ) -> Iterator[dict[str, Any]]:
     """History lines (without index) in time order; `world` ends holding the final log."""
     queue: list[tuple[int, int, str, Any]] = []
@@ -153,6 +159,11 @@ def _events(
     next_process = concurrency
     for worker in range(concurrency):
         at(rng.randrange(1, 5 * MS), "invoke", worker)
+    consumer_process = list(range(next_process, next_process + consumers))
+    consumer_offset = [0] * consumers
+    next_process += consumers
+    for consumer in range(consumers):
+        at(rng.randrange(1, 5 * MS), "consume", consumer)
     for k in range(elections):
         at(int((k + 0.5) * n_ops * 2 * MS / max(1, elections) / concurrency), "elect", None)
     for k in range(nemesis):
@@ -215,6 +226,57 @@ def _events(
             if lands:
                 at(lin if outcome == "ok" else now + rng.randrange(1, 2 * latency), "effect", op)
             at(now + latency, "complete", op)
+        elif what == "consume":
+            if invoked >= n_ops:
+                continue
+            node = rng.choice(world.nodes)
+            roll = rng.random()
+            outcome = "fail" if roll < p_fail else "info" if roll < p_fail + p_info else "ok"
+            latency = rng.randrange(1 * MS, 20 * MS)
+            value = {"consumer": data, "from": consumer_offset[data]}
+            yield {
+                "time": now,
+                "type": "invoke",
+                "process": consumer_process[data],
+                "f": "consume",
+                "value": value,
+                "node": node,
+            }
+            op = {"f": "consume", "value": value, "outcome": outcome, "node": node, "consumer": data}
+            if outcome == "ok":
+                at(now + rng.randrange(1, latency), "effect", op)
+            at(now + latency, "complete", op)
+        elif what == "effect" and data["f"] == "consume":
+            start, end = data["value"]["from"], len(world.log)
+            if rng.random() < p_lag:
+                end = max(0, end - rng.randrange(1, 2 * batch + 1))
+            if start > end:  # past the serving node's end: the consumer rewinds to it
+                data["result"] = {
+                    **data["value"], "to": start - 1, "entries": [], "offset": end, "rewound": True
+                }
+            else:
+                stop = min(start + batch, end)
+                entries = [[i, world.log[i][1]] for i in range(start, stop)]
+                data["result"] = {**data["value"], "to": stop - 1, "entries": entries, "offset": stop}
+        elif what == "complete" and data["f"] == "consume":
+            consumer = data["consumer"]
+            line = {
+                "time": now,
+                "type": data["outcome"],
+                "process": consumer_process[consumer],
+                "f": "consume",
+                "value": data["result"] if data["outcome"] == "ok" else data["value"],
+                "node": data["node"],
+            }
+            if data["outcome"] == "ok":
+                consumer_offset[consumer] = data["result"]["offset"]
+            else:
+                line["error"] = "timeout" if data["outcome"] == "info" else "not-leader"
+            yield line
+            if data["outcome"] == "info":
+                consumer_process[consumer] = next_process
+                next_process += 1
+            at(now + rng.randrange(0, 3 * MS), "consume", consumer)
         elif what == "effect":
             if data["f"] == "append":
                 world.log.append((world.term, data["value"]["id"]))
@@ -257,8 +319,12 @@ def simulate(
     elections: int = 2,
     nemesis: int = 2,
     read_mode: str = "read-index",
+    consumers: int = 0,
+    batch: int = 4,
+    p_lag: float = 0.3,
 ) -> Sim:
-    """A correct history of `n_ops` client ops (invoke + completion each)."""
+    """A correct history of `n_ops` client ops (invoke + completion each), and the consumes of
+    `consumers` consumers while they run."""
     rng = random.Random(seed)
     world = _World(rng, [f"n{i}" for i in range(1, nodes + 1)])
     lines = list(
@@ -274,13 +340,19 @@ def simulate(
             elections=elections,
             nemesis=nemesis,
             world=world,
+            consumers=consumers,
+            batch=batch,
+            p_lag=p_lag,
         )
     )
     return Sim(lines, list(world.log), world.events, world.nodes, read_mode)
 
 
-def write_lines(folder: Path, seed: int, n_lines: int, *, concurrency: int = 10, nodes: int = 3) -> int:
-    """Stream a correct history of about `n_lines` lines into `folder` (for the benchmark).
+def write_lines(
+    folder: Path, seed: int, n_lines: int, *, concurrency: int = 10, nodes: int = 3, consumers: int = 0
+) -> int:
+    """Stream a correct history of about `n_lines` client lines into `folder` (for the benchmark),
+    and the consumes of `consumers` consumers while they run.
 
     Memory is the final log, not the history. Returns the number of history lines written.
     """
@@ -302,6 +374,9 @@ def write_lines(folder: Path, seed: int, n_lines: int, *, concurrency: int = 10,
             elections=20,
             nemesis=20,
             world=world,
+            consumers=consumers,
+            batch=64,
+            p_lag=0.01,
         ):
             line["index"] = count
             out.write(dumps(line) + "\n")

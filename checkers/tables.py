@@ -40,6 +40,10 @@ class Tables:
         return self.history.read_entries
 
     @property
+    def consumes(self) -> DataFrame:
+        return self.history.consumes
+
+    @property
     def cluster(self) -> DataFrame:
         """The cluster's final log: hid, log_index, term, id."""
         return self.finals.cluster
@@ -95,6 +99,22 @@ def append_ref(prefix: str = "") -> Column:
         c("cmp_index").alias("complete_index"),
         c("cmp_time").alias("complete_time"),
         c("ack_index").alias("ack_index"),
+    )
+
+
+def consume_ref() -> Column:
+    """A reference to a row of `consumes`: the consumer, where it pulled from, the offset it
+    committed, the serving node, indexes and times."""
+    return F.struct(
+        F.col("consumer").alias("consumer"),
+        F.col("process").alias("process"),
+        F.col("node").alias("node"),
+        F.col("cfrom").alias("from"),
+        F.col("offset").alias("offset"),
+        F.col("cid").alias("invoke_index"),
+        F.col("inv_time").alias("invoke_time"),
+        F.col("cmp_index").alias("complete_index"),
+        F.col("cmp_time").alias("complete_time"),
     )
 
 

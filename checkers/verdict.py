@@ -1,4 +1,9 @@
-"""The verdict: results.json's format and the short table printed for people.
+"""The verdict: the checks, results.json's format and the short table printed for people.
+
+`REGISTRY` is the one list of checks: its order is results.json's, and each `Check` says what
+the report says it looks for, whether it needs the final logs to decide, and how its count
+counts (informational, or allowed in the prefix read modes). The Spark checker, the
+reference checker and the report all read it from here.
 
 A check is invalid when it found anomalies, "unknown" when it had nothing to decide on,
 valid otherwise.
@@ -9,28 +14,58 @@ modes (`committed`, `follower`, `unsafe`) and reported as such.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from checkers.layout import PREFIX_MODES
 
-CHECKS = (
-    "lost",
-    "divergence",
-    "duplicate",
-    "phantom",
-    "aborted-read",
-    "index-mismatch",
-    "realtime-reorder",
-    "stale-read",
-    "future-read",
-    "nonmonotonic-read",
-    "hole",
-    "replica-disagreement",
-    "election-safety",
-    "recovered",
+
+@dataclass(frozen=True)
+class Check:
+    """One check of the verdict."""
+
+    name: str
+    about: str  # what it looks for, in one sentence (the report's "what it looks for")
+    needs_final_log: bool = False  # without final logs it is "unknown" (unless it found something)
+    informational: bool = False  # counted and shown, never invalid
+    allowed_in_prefix_modes: bool = False  # only reported in the prefix read modes
+
+
+REGISTRY: tuple[Check, ...] = (
+    Check("lost", "an acknowledged append, or an entry an ok read saw, missing from the final log",
+          needs_final_log=True),
+    Check("divergence", "one log index holding different ids"),
+    Check("duplicate", "one id at two indexes"),
+    Check("phantom", "an id in a log or read that no client appended"),
+    Check("aborted-read", "an id seen whose append definitely failed"),
+    Check("index-mismatch", "the ack said index i, the final log has the id at j", needs_final_log=True),
+    Check("realtime-reorder", "append A completed before B was invoked, yet A's index is after B's",
+          needs_final_log=True),
+    Check("stale-read", "a read invoked after an append to index i was acknowledged does not see i",
+          allowed_in_prefix_modes=True),
+    Check("future-read", "a read saw an id whose append was invoked after the read returned"),
+    Check("nonmonotonic-read", "a later read sees a shorter committed log", allowed_in_prefix_modes=True),
+    Check("hole", "a gap below the highest committed index in a final log", needs_final_log=True),
+    Check("replica-disagreement", "node data files disagree at an index both committed"),
+    Check("election-safety", "two leaders in one term"),
+    Check("consumed-then-lost", "an entry a consumer consumed, missing from the final log",
+          needs_final_log=True),
+    Check("consume-divergence",
+          "a consumed entry that the final log holds at another index (or not at that index), "
+          "or two consumes that got different ids at one index",
+          needs_final_log=True),
+    Check("skipped-offset",
+          "a consumer that moved its offset past entries it never consumed: it pulled from beyond "
+          "its committed offset, got entries that are not consecutive from where it pulled, or "
+          "committed an offset past the entries it got"),
+    Check("recovered", "indeterminate appends that did land (not an error)", needs_final_log=True,
+          informational=True),
 )
-INFORMATIONAL = frozenset({"recovered"})
-ALLOWED_IN_PREFIX_MODES = frozenset({"stale-read", "nonmonotonic-read"})
+BY_NAME = {c.name: c for c in REGISTRY}
+CHECKS = tuple(c.name for c in REGISTRY)
+INFORMATIONAL = frozenset(c.name for c in REGISTRY if c.informational)
+ALLOWED_IN_PREFIX_MODES = frozenset(c.name for c in REGISTRY if c.allowed_in_prefix_modes)
+NEEDS_FINAL_LOG = tuple(c.name for c in REGISTRY if c.needs_final_log)
 
 Verdict = bool | str  # True, False or "unknown"
 

@@ -1,8 +1,9 @@
 """Every results folder the checker tests need, built once and checked in one batch.
 
 Names: `ok-<seed>` (correct), `inject-<class>` (one anomaly class injected), `random-<seed>`
-(random small history, maybe broken), and edge cases (`empty`, `only-failures`, `cut-off`,
-`missing-node-log`, `no-final-logs`, `committed-mode`, `stores`, `stores-disagree`).
+(random small history, maybe broken, maybe with consumers), `consumers-ok-<seed>` (correct,
+with consumers), and edge cases (`empty`, `only-failures`, `cut-off`, `missing-node-log`,
+`no-final-logs`, `committed-mode`, `stores`, `stores-disagree`).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from histgen import INJECTIONS, MUTATIONS, inject
+from histgen import CONSUMER_INJECTIONS, INJECTIONS, MUTATIONS, inject
 
 from checkers.synth import Sim, simulate, write_store
 
 CORRECT_SEEDS = range(4)
+CONSUMER_SEEDS = range(3)
 RANDOM_CASES = 300
 
 
@@ -40,8 +42,10 @@ def _random(seed: int, folder: Path) -> Case:
         read_span=rng.randrange(0, 5),
         elections=rng.randrange(0, 4),
         read_mode=rng.choice(("read-index", "read-index", "committed")),
+        consumers=rng.choice((0, 0, 1, 2, 3)),
+        batch=rng.randrange(1, 6),
     )
-    name = rng.choice([None, None, *INJECTIONS, *MUTATIONS])
+    name = rng.choice([None, None, *INJECTIONS, *MUTATIONS, *CONSUMER_INJECTIONS])
     if name is not None:
         try:
             inject(sim, name, rng)
@@ -114,6 +118,13 @@ def build(base: Path) -> dict[str, Case]:
         sim: Sim = simulate(100 + n, 120)
         expected = inject(sim, name, random.Random(n))
         cases[f"inject-{name}"] = Case(sim.write(base / f"inject-{name}"), name, expected)
+    for n, name in enumerate(CONSUMER_INJECTIONS):
+        sim = simulate(200 + n, 120, consumers=2)
+        expected = inject(sim, name, random.Random(n))
+        cases[f"inject-{name}"] = Case(sim.write(base / f"inject-{name}"), name, expected)
+    for seed in CONSUMER_SEEDS:
+        sim = simulate(300 + seed, 120, consumers=3, p_lag=0.5)
+        cases[f"consumers-ok-{seed}"] = Case(sim.write(base / f"consumers-ok-{seed}"))
     for seed in range(RANDOM_CASES):
         cases[f"random-{seed}"] = _random(seed, base / f"random-{seed}")
     cases["empty"] = _empty(base / "empty")

@@ -169,11 +169,82 @@ def _drop_tail(sim: Sim, rng: random.Random) -> dict[str, Any]:
     return {}
 
 
+def _consumes(sim: Sim) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    return [(i, c) for i, c in sim.ops("consume", "ok") if c is not None]
+
+
+def _consumed_then_lost(sim: Sim, rng: random.Random) -> dict[str, Any]:
+    """A consumer that got an entry past the final log's end: an entry the log later lost."""
+    if not _consumes(sim):
+        raise ValueError("no consumes")
+    index = len(sim.final[sim.nodes[0]])
+    process = max(line["process"] for line in sim.history if line["process"] != "nemesis") + 1
+    time = sim.history[-1]["time"] + 1
+    asked = {"consumer": 99, "from": index}
+    got = {**asked, "to": index, "entries": [[index, "consumed-ghost"]], "offset": index + 1}
+    sim.history += [
+        {"time": time, "type": "invoke", "process": process, "f": "consume", "value": asked, "node": "n1"},
+        {"time": time + 5, "type": "ok", "process": process, "f": "consume", "value": got, "node": "n1"},
+    ]
+    return {"id": "consumed-ghost", "log_index": index}
+
+
+def _consume_divergence(sim: Sim, rng: random.Random) -> dict[str, Any]:
+    """A consume that got, at one index, an id the final log holds at another."""
+    named = [
+        (c, k) for _, c in _consumes(sim) for k, e in enumerate(c["value"]["entries"]) if e[1] is not None
+    ]
+    done, k = rng.choice(named)
+    index, ident = done["value"]["entries"][k]
+    other = rng.choice([x for _, x in sim.log if x is not None and x != ident])
+    done["value"]["entries"][k] = [index, other]
+    return {"log_index": index}
+
+
+def _skipped_offset(sim: Sim, rng: random.Random) -> dict[str, Any]:
+    """A consume left out of the history: its consumer's next pull starts past its offset."""
+    by_consumer: dict[int, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    for inv, done in _consumes(sim):
+        by_consumer.setdefault(inv["value"]["consumer"], []).append((inv, done))
+    middles = [
+        (ops[n - 1], ops[n], ops[n + 1])
+        for ops in by_consumer.values()
+        for n in range(1, len(ops) - 1)
+        if ops[n][1]["value"]["entries"] and ops[n + 1][1]["value"]["from"] > ops[n - 1][1]["value"]["offset"]
+    ]
+    (_, before), (inv, done), (_, after) = rng.choice(middles)
+    sim.history[:] = [line for line in sim.history if line is not inv and line is not done]
+    return {
+        "consumer": inv["value"]["consumer"],
+        "reason": "from-past-offset",
+        "missing_from": before["value"]["offset"],
+        "missing_to": after["value"]["from"] - 1,
+    }
+
+
+def _shift_consumed(sim: Sim, rng: random.Random) -> dict[str, Any]:
+    """One consumed entry moved to the index before or after it."""
+    done = rng.choice([c for _, c in _consumes(sim) if c["value"]["entries"]])
+    k = rng.randrange(len(done["value"]["entries"]))
+    index, ident = done["value"]["entries"][k]
+    done["value"]["entries"][k] = [index + rng.choice((-1, 1)), ident]
+    return {}
+
+
+def _move_offset(sim: Sim, rng: random.Random) -> dict[str, Any]:
+    """A consume that committed an offset a little off the entries it got."""
+    _, done = rng.choice(_consumes(sim))
+    done["value"] = {**done["value"], "offset": done["value"]["offset"] + rng.choice((-2, -1, 1, 2))}
+    return {}
+
+
 MUTATIONS: dict[str, Injection] = {
     "shift-ack": _shift_ack,
     "swap-final": _swap_any,
     "truncate-read": _truncate_read,
     "drop-tail": _drop_tail,
+    "shift-consumed": _shift_consumed,
+    "move-offset": _move_offset,
 }
 INJECTIONS: dict[str, Injection] = {
     "lost": _lost,
@@ -191,6 +262,14 @@ INJECTIONS: dict[str, Injection] = {
 }
 
 
+# The consumer checks' anomalies, for histories simulated with consumers.
+CONSUMER_INJECTIONS: dict[str, Injection] = {
+    "consumed-then-lost": _consumed_then_lost,
+    "consume-divergence": _consume_divergence,
+    "skipped-offset": _skipped_offset,
+}
+
+
 def inject(sim: Sim, name: str, rng: random.Random) -> dict[str, Any]:
     """Break `sim` with anomaly `name` (or a MUTATIONS name); returns fields the witness must show."""
-    return {**INJECTIONS, **MUTATIONS}[name](sim, rng)
+    return {**INJECTIONS, **CONSUMER_INJECTIONS, **MUTATIONS}[name](sim, rng)
