@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: setup debootstrap chromium test lint chaos compare image sim checker-service bench bench-store bench-node bench-failover bench-checker bench-harness bench-nemesis clean
+.PHONY: setup debootstrap chromium test lint chaos compare nightly image sim checker-service bench bench-store bench-node bench-failover bench-checker bench-harness bench-nemesis clean
 
 setup: $(STAMP)
 
@@ -35,7 +35,13 @@ test: setup lint debootstrap chromium
 # The same seeded test against DLedger, SYNC_MASTER and ASYNC_MASTER, one table (see harness/compare.py).
 compare: setup debootstrap
 	$(PY) -m harness compare --nodes 3 --time-limit 60 --nemesis isolate-lose,kill,pause,partition \
-		--nemesis-concurrency 1 --seed 7
+		--nemesis-interval 4 --nemesis-concurrency 1 --seed 7
+
+# The nightly sweep (see harness/sweep.py): fault families, modes, flush policies, sizes and the
+# must-fail controls, within NIGHTLY_BUDGET minutes; writes results/nightly-<time>/ with junit.xml.
+NIGHTLY_BUDGET ?= 35
+nightly: setup debootstrap
+	$(PY) -m harness nightly --budget-min $(NIGHTLY_BUDGET)
 
 image: setup debootstrap
 	$(PY) -m harness image

@@ -1,5 +1,6 @@
 """`python -m harness COMMAND`: build images, run chaos tests against containers, compare the
-designs under one test, list faults, re-render a run's report, serve the results folder, clean up."""
+designs under one test, run the nightly sweep, list faults, re-render a run's report, serve the
+results folder, clean up."""
 
 import sys
 import traceback
@@ -12,6 +13,7 @@ COMMANDS = {
     "clean": "harness.clean",
     "run": "harness.run",
     "compare": "harness.compare",
+    "nightly": "harness.nightly",
     "faults": "harness.faults",
     "serve": "harness.serve",
     "report": "harness.report",

@@ -1,0 +1,206 @@
+"""`python -m harness nightly`: the nightly sweep: chaos tests over every fault family, mode, flush
+policy and both cluster sizes, with must-fail controls, within a time budget.
+
+The cells and how the budget picks them are in `harness/sweep.py` (`--dry-run` lists the pick
+and its estimate, running nothing). Each run goes through `harness run`'s own code, in this
+process, one after the other; one Spark session, started in the background as the sweep
+begins, checks them all. Everything lands in `<results-dir>/nightly-<YYYYmmdd-HHMMSS>/`: each
+run's folder, `summary.json`, `summary.html` and `junit.xml` (one test case per run). One line
+per run start and end goes to stderr.
+
+Exit 0 when every run got the verdict its cell expects (a known risk that came true is only
+reported), 1 when any did not (a control that came back valid: the harness lost its teeth),
+2 when interrupted before that could be said (Ctrl-C and SIGTERM still write the summary of
+what ran), 254 on bad arguments, 255 on an internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any, NoReturn
+
+from harness import flags, sweep
+from harness.cluster import connect
+from harness.junit import write_junit
+from harness.results import git_commit
+from harness.summary import Row, counts, row_of, write_summary
+from harness.sweep import Cell
+from nodes.cliparse import EXIT_INTERNAL, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, UsageError
+
+REPO = Path(__file__).resolve().parent.parent
+WARM_LINES = 1_000  # the warm-up compiles the queries: its time hardly depends on the lines
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--budget-min", type=float, default=35.0,
+                        help="minutes the sweep may take, estimated (default 35; the controls always run)")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds each chosen cell runs with (default 1)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="the first seed; the others follow it (default: a fresh one, in summary.json)")
+    parser.add_argument("--results-dir", type=Path, default=Path("results"),
+                        help="where the sweep's folder goes (default results)")
+    parser.add_argument("--only", metavar="SUBSTRING[,...]",
+                        help="only the cells whose name contains one of these (comma-separated)")
+    parser.add_argument("--dry-run", action="store_true", help="list the cells the budget picks, run nothing")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.budget_min <= 0 or args.seeds < 1:
+        raise UsageError("--budget-min must be positive and --seeds at least 1")
+    cells = sweep.chosen(args.only)
+    if not cells:
+        raise UsageError(f"--only {args.only}: no cell's name contains that (see --dry-run)")
+    picked = sweep.plan(cells, args.budget_min * 60, args.seeds)
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    runs = [(cell, seed + i) for cell in picked for i in range(args.seeds)]
+    for cell, run_seed in runs:  # a cell the run command refuses is a bug of the matrix: before anything runs
+        run_args(cell, run_seed, args.results_dir)
+    print(describe(cells, picked, args.budget_min, args.seeds, seed))
+    if args.dry_run:
+        return EXIT_VALID
+    connect().close()  # a missing Docker engine: one sentence, before any folder is made
+    out = args.results_dir / f"nightly-{time.strftime('%Y%m%d-%H%M%S')}"
+    out.mkdir(parents=True)
+    meta = {"name": out.name, "seed": seed, "seeds": args.seeds, "budget_min": args.budget_min,
+            "only": args.only, "estimate_s": sum(cell.estimate_s for cell, _ in runs),
+            "git_commit": git_commit(REPO)}
+    return execute(runs, out, meta)
+
+
+def run_args(cell: Cell, seed: int, results_dir: Path) -> argparse.Namespace:
+    """The `harness run` arguments of one run of `cell`, validated; ValueError if they are bad."""
+    parser = _CellParser(prog=f"nightly cell {cell.name}")
+    flags.add_arguments(parser)
+    args = parser.parse_args([*cell.argv(), "--seed", str(seed), "--results-dir", str(results_dir),
+                              "--name", cell.name])
+    flags.validate(args)
+    return args
+
+
+class _CellParser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ValueError(f"{self.prog}: {message}")
+
+
+def describe(cells: list[Cell], picked: list[Cell], budget_min: float, seeds: int, seed: int) -> str:
+    """The plan as text: each chosen cell with its expectation and estimate, then what is left out."""
+    total = seeds * sum(cell.estimate_s for cell in picked)
+    lines = [f"nightly: {len(picked)} of {len(cells)} cells within {budget_min:g} min, {seeds} seed(s) each "
+             f"from seed {seed}: about {total / 60:.1f} min"]
+    for k, cell in enumerate(picked, 1):
+        tag = "control" if cell.control else "known risk" if cell.known_risk else ""
+        line = f"{k:>4}  {cell.name:<50} expects {cell.expect:<8} {cell.estimate_s:>4.0f} s  {tag}"
+        lines.append(line.rstrip())
+    controls = seeds * sum(cell.estimate_s for cell in picked if cell.control)
+    if controls > budget_min * 60:
+        lines.append(f"warning: the controls alone take about {controls / 60:.1f} min, more than the budget")
+    left = [cell.name for cell in cells if cell not in picked]
+    if left:
+        lines.append(f"left out (over the budget): {', '.join(left)}")
+    return "\n".join(lines)
+
+
+def execute(runs: list[tuple[Cell, int]], out: Path, meta: dict[str, Any]) -> int:
+    """Run `runs` one after the other, then write the summary, also after an interrupt; the exit code."""
+    warm_checker()
+    rows: list[Row] = []
+    began, started = time.monotonic(), time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    interrupted = False
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        for k, (cell, seed) in enumerate(runs, 1):
+            _progress(k, runs, rows, began, f"start {cell.name} seed {seed}: expects {cell.expect}")
+            row, interrupted = run_one(cell, seed, out, rows)
+            if row is not None:
+                rows.append(row)
+                _progress(k, runs, rows, began, f"{row.outcome} {cell.name} seed {seed}: {row.verdict} "
+                                                f"(expected {cell.expect}) in {row.duration_s:.0f} s")
+            if interrupted:
+                break
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        meta.update(started=started, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), interrupted=interrupted,
+                    not_run=[f"{cell.name} seed {seed}" for cell, seed in runs[len(rows):]])
+        summary, html = write_summary(out, rows, meta)
+        junit = write_junit(out / "junit.xml", rows, "nightly", started)
+    for row in rows:
+        if row.message:
+            print(f"nightly: {row.outcome}: {row.message}", file=sys.stderr)
+    tally = counts(rows)
+    outcomes = ", ".join(f"{n} {outcome}" for outcome, n in tally.items() if n) or "none"
+    print(f"nightly: {len(rows)} runs: {outcomes}{'; interrupted' if interrupted else ''}\n"
+          f"summary: {html}\n{summary}\n{junit}")
+    if tally["fail"]:
+        return EXIT_INVALID
+    return EXIT_UNKNOWN if interrupted else EXIT_VALID
+
+
+def run_one(cell: Cell, seed: int, out: Path, rows: list[Row]) -> tuple[Row | None, bool]:
+    """One run of `cell` through `harness run`'s code, and whether an interrupt cut it short. Its row is
+    None when the interrupt came before it made a folder. A run that raises is that run's failure."""
+    from harness.run import run_test
+
+    args = run_args(cell, seed, out)
+    t = time.monotonic()
+    code, error, run_dir, interrupted = EXIT_UNKNOWN, None, None, False
+    try:
+        code, run_dir = run_test(args, args.faults, cell.name, seed)
+    except KeyboardInterrupt:
+        interrupted = True
+    except Exception as e:  # the sweep goes on: a nightly reports every run
+        traceback.print_exc()
+        code, error = EXIT_INTERNAL, f"{type(e).__name__}: {e}"
+    interrupted = interrupted or bool(getattr(args, "interrupted", False))
+    run_dir = run_dir or _latest(out, rows)  # the folder of a run cut short, if it made one
+    if run_dir is None and interrupted:
+        return None, True
+    return row_of(cell, seed, run_dir or out / cell.name, code, time.monotonic() - t, out, error=error,
+                  interrupted=interrupted), interrupted
+
+
+def warm_checker() -> None:
+    """Start Spark and run the checker's queries once on a small synthetic history, in the background,
+    so the first run's check finds the JVM warm; every check after reuses that session (a process has
+    one). Nothing when a checker service answers: the checks go there."""
+    from checkers.service import Service, default_socket, ping
+
+    if ping(default_socket()) is None:
+        warm = Service(None, warm_lines=WARM_LINES, warm_rounds=1)
+        threading.Thread(target=warm.start, name="checker-warm-up", daemon=True).start()
+
+
+def _latest(out: Path, rows: list[Row]) -> Path | None:
+    """The folder of the run an interrupt cut short: `out/latest`, unless it is a finished run's."""
+    latest = out / "latest"
+    if not latest.is_symlink():
+        return None
+    run_dir = out / latest.readlink()
+    return None if str(run_dir) in {row.run_dir for row in rows} else run_dir
+
+
+def _progress(k: int, runs: list[tuple[Cell, int]], rows: list[Row], began: float, text: str) -> None:
+    """One line: the run's number, what happened, the time so far and the estimate of the rest."""
+    elapsed = time.monotonic() - began
+    done_estimate = sum(cell.estimate_s for cell, _ in runs[:len(rows)])
+    pace = elapsed / done_estimate if rows and done_estimate else 1.0
+    eta = pace * sum(cell.estimate_s for cell, _ in runs[len(rows):])
+    print(f"nightly [{k}/{len(runs)}] {text}  elapsed {_clock(elapsed)}, eta {_clock(eta)}", file=sys.stderr,
+          flush=True)
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}:{secs:02d}"
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
