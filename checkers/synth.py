@@ -260,19 +260,9 @@ def _events(
                 data["result"] = {**data["value"], "to": stop - 1, "entries": entries, "offset": stop}
         elif what == "complete" and data["f"] == "consume":
             consumer = data["consumer"]
-            line = {
-                "time": now,
-                "type": data["outcome"],
-                "process": consumer_process[consumer],
-                "f": "consume",
-                "value": data["result"] if data["outcome"] == "ok" else data["value"],
-                "node": data["node"],
-            }
             if data["outcome"] == "ok":
                 consumer_offset[consumer] = data["result"]["offset"]
-            else:
-                line["error"] = "timeout" if data["outcome"] == "info" else "not-leader"
-            yield line
+            yield _completion(now, consumer_process[consumer], data)
             if data["outcome"] == "info":
                 consumer_process[consumer] = next_process
                 next_process += 1
@@ -287,23 +277,26 @@ def _events(
                 data["result"] = {**data["value"], "entries": entries, "commit_index": len(world.log) - 1}
         elif what == "complete":
             worker = data["worker"]
-            process = processes[worker]
-            value = data.get("result", data["value"]) if data["outcome"] == "ok" else data["value"]
-            line = {
-                "time": now,
-                "type": data["outcome"],
-                "process": process,
-                "f": data["f"],
-                "value": value,
-                "node": data["node"],
-            }
-            if data["outcome"] != "ok":
-                line["error"] = "timeout" if data["outcome"] == "info" else "not-leader"
-            yield line
+            yield _completion(now, processes[worker], data)
             if data["outcome"] == "info":
                 processes[worker] = next_process
                 next_process += 1
             at(now + rng.randrange(0, 3 * MS), "invoke", worker)
+
+
+def _completion(now: int, process: int, op: dict[str, Any]) -> dict[str, Any]:
+    """The history line completing `op` (its result when ok, else its value and an error)."""
+    line = {
+        "time": now,
+        "type": op["outcome"],
+        "process": process,
+        "f": op["f"],
+        "value": op.get("result", op["value"]) if op["outcome"] == "ok" else op["value"],
+        "node": op["node"],
+    }
+    if op["outcome"] != "ok":
+        line["error"] = "timeout" if op["outcome"] == "info" else "not-leader"
+    return line
 
 
 def simulate(

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.wait import wait_for
-from nodes.client import Client, ClientError
+from nodes.client import Client, ClientError, commit_index_of
 from nodes.payload import payload_id
 
 log = logging.getLogger(__name__)
@@ -35,14 +35,6 @@ class CatchUp:
     @property
     def complete(self) -> bool:
         return self.leader is not None and not self.lagging
-
-
-def commit_index_of(client: Client, node: str, timeout: float = 2.0) -> int | None:
-    """The node's own commit index, or None when it does not answer."""
-    try:
-        return client.get(0, 0, node=node, mode="follower", timeout=timeout).commit_index
-    except ClientError:
-        return None
 
 
 def observe(client: Client, names: list[str], started: float) -> CatchUp:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nemesis.base import Family, Nodes
-from nemesis.process import ProcessFault, not_running
+from nemesis.process import ProcessFault, each, not_running
 from nemesis.targets import targets_option
 
 
@@ -14,11 +14,13 @@ def _start_one(nodes: Nodes):
 
 
 def _kill(nodes: Nodes, options: dict[str, Any]) -> ProcessFault:
-    return ProcessFault(nodes, options["kill_targets"], nodes.kill, _start_one(nodes), not_running(nodes))
+    return ProcessFault(nodes, options["kill_targets"], each(nodes.kill), _start_one(nodes),
+                        not_running(nodes))
 
 
 def _stop(nodes: Nodes, options: dict[str, Any]) -> ProcessFault:
-    return ProcessFault(nodes, options["stop_targets"], nodes.stop, _start_one(nodes), not_running(nodes))
+    return ProcessFault(nodes, options["stop_targets"], each(nodes.stop), _start_one(nodes),
+                        not_running(nodes))
 
 
 KILL = Family(

@@ -29,8 +29,8 @@ from nemesis.base import Family, Nodes
 from nemesis.partition import apply_grudge, heal_all, lift_grudge, rules_left
 from nemesis.process import ProcessFault, not_running
 from nemesis.recipes import STEP, Steps, process_leftovers
-from nemesis.targets import choose, pick, targets_option
-from nodes.client import Client, ClientError
+from nemesis.targets import choose, targets_option
+from nodes.client import Client, ClientError, commit_index_of
 
 log = logging.getLogger(__name__)
 MASTER_ROLES = ("SYNC_MASTER", "ASYNC_MASTER")
@@ -61,11 +61,8 @@ def _masters(nodes: Nodes, client: Client, timeout: float) -> list[str]:
 
 def _promote(nodes: Nodes, client: Client, exclude: set[str], timeout: float) -> dict[str, Any]:
     """Promote the live slave whose durable log reaches furthest; what was done."""
-    ends: dict[str, int] = {}
-    for node in nodes.names:
-        if node not in exclude:
-            with contextlib.suppress(ClientError):
-                ends[node] = client.get(0, 0, node=node, mode="follower", timeout=timeout).commit_index
+    ends = {node: end for node in nodes.names
+            if node not in exclude and (end := commit_index_of(client, node, timeout)) is not None}
     if not ends:
         return {"node": None, "ends": ends, "error": "no slave answered: nothing to promote"}
     chosen = max(ends, key=lambda n: (ends[n], n))
@@ -75,22 +72,6 @@ def _promote(nodes: Nodes, client: Client, exclude: set[str], timeout: float) ->
         log.warning("promoting %s failed: %s", chosen, e)
         return {"node": chosen, "ends": ends, "error": str(e)}
     return {"node": chosen, "epoch": epoch, "ends": ends}
-
-
-class LoseNode(ProcessFault):
-    """Kill and wipe the targets, promote a slave when the master was among them; see the module doc."""
-
-    def __init__(self, nodes: Nodes, targets: tuple[str, ...]) -> None:
-        super().__init__(nodes, targets, self._lose_one, nodes.start, not_running(nodes))
-
-    def _lose_one(self, node: str) -> None:
-        lose(self.nodes, [node])
-
-    def start(self, rng: random.Random) -> dict[str, Any]:
-        spec, victims = pick(self.nodes, self.targets, rng)
-        done = lose(self.nodes, victims)
-        self.hurt += [node for node in victims if node not in self.hurt]
-        return {"target": spec, "targets": victims, **done}
 
 
 class IsolateLose:
@@ -136,7 +117,8 @@ class IsolateLose:
 
 LOSE_NODE = Family(
     name="lose-node", label="node lost", start_f="lose-node", stop_f="replace-node",
-    make=lambda nodes, o: LoseNode(nodes, o["lose_node_targets"]),
+    make=lambda nodes, o: ProcessFault(nodes, o["lose_node_targets"], lambda victims: lose(nodes, victims),
+                                       nodes.start, not_running(nodes)),
     help="SIGKILL the targets and wipe their data dir (a machine or disk lost for good), promoting the "
          "most advanced slave when a master-slave master is lost; then start them again, empty",
     options=(targets_option("lose-node", "leader,one"),), weight=0.5, in_all=False)

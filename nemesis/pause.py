@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from nemesis.base import Family, Nodes
-from nemesis.process import ProcessFault
+from nemesis.process import ProcessFault, each
 from nemesis.targets import targets_option
 
 
@@ -18,7 +18,7 @@ def _paused(nodes: Nodes):
 
 
 def _pause(nodes: Nodes, options: dict[str, Any]) -> ProcessFault:
-    return ProcessFault(nodes, options["pause_targets"], nodes.pause, nodes.resume, _paused(nodes))
+    return ProcessFault(nodes, options["pause_targets"], each(nodes.pause), nodes.resume, _paused(nodes))
 
 
 PAUSE = Family(

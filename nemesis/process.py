@@ -15,10 +15,20 @@ from nemesis.base import Nodes
 from nemesis.targets import pick
 
 
-class ProcessFault:
-    """`hurt` each chosen target at start; `undo` each one at stop and on heal."""
+def each(act: Callable[[str], None]) -> Callable[[list[str]], dict[str, Any]]:
+    """A strike that does `act` to every victim and has nothing to add to the history value."""
+    def strike(victims: list[str]) -> dict[str, Any]:
+        for node in victims:
+            act(node)
+        return {}
+    return strike
 
-    def __init__(self, nodes: Nodes, targets: tuple[str, ...], hurt: Callable[[str], None],
+
+class ProcessFault:
+    """`hurt` the chosen targets at start (what it returns joins the history value); `undo` each
+    one at stop and on heal."""
+
+    def __init__(self, nodes: Nodes, targets: tuple[str, ...], hurt: Callable[[list[str]], dict[str, Any]],
                  undo: Callable[[str], None], leftover: Callable[[str], str | None]) -> None:
         self.nodes = nodes
         self.targets = targets
@@ -29,11 +39,9 @@ class ProcessFault:
 
     def start(self, rng: random.Random) -> dict[str, Any]:
         spec, victims = pick(self.nodes, self.targets, rng)
-        for node in victims:
-            self._hurt(node)
-            if node not in self.hurt:
-                self.hurt.append(node)
-        return {"target": spec, "targets": victims}
+        detail = self._hurt(victims)
+        self.hurt += [node for node in victims if node not in self.hurt]
+        return {"target": spec, "targets": victims, **detail}
 
     def stop(self) -> dict[str, Any]:
         undone = sorted(self.hurt)

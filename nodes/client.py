@@ -421,3 +421,11 @@ class Client:
                     raise DefiniteFailure(f"no leader found before the deadline: {detail}", Code.NOT_LEADER)
                 raise DefiniteFailure(f"no node answered: {detail}", Code.NETWORK_ERROR)
             time.sleep(min(RETRY_PAUSE_S, remaining))
+
+
+def commit_index_of(client: Client, node: str, timeout: float = 2.0) -> int | None:
+    """The node's own commit index, or None when it does not answer."""
+    try:
+        return client.get(0, 0, node=node, mode="follower", timeout=timeout).commit_index
+    except ClientError:
+        return None
