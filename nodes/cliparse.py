@@ -7,7 +7,9 @@ Bad arguments exit 254 (the project's exit code for them), not argparse's 2, whi
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
@@ -45,7 +47,8 @@ def run_subcommands(
     """Dispatch `prog COMMAND ...` to modules that define `add_arguments(parser)` and `run(args)`.
 
     `commands` maps a command name to the module implementing it; modules are imported
-    only when their command runs, so one command's imports never slow another. Every bad
+    only when their command runs, so one command's imports never slow another (the list of
+    commands in `prog --help` reads each one's `summary` from its module's source). Every bad
     argument of a command, also an unknown flag or a `UsageError` its `run` raises, exits 254
     with that command's usage.
     """
@@ -56,7 +59,12 @@ def run_subcommands(
     parsers: dict[str, Parser] = {}
     for name, module_name in commands.items():
         module = importlib.import_module(module_name) if name == chosen else None
-        doc = (module.__doc__ or "").strip().splitlines()[0] if module and module.__doc__ else None
+        if module is not None:
+            doc = summary(name, getattr(module, "SUMMARIES", None), module.__doc__)
+        elif chosen not in commands:  # the list of commands is shown: each one's line, read unimported
+            doc = source_summary(name, module_name)
+        else:
+            doc = None
         p = parsers[name] = sub.add_parser(name, help=doc, description=doc)
         if module is not None:
             module.add_arguments(p)
@@ -70,3 +78,38 @@ def run_subcommands(
         return runner(args)
     except UsageError as e:
         command.error(str(e))
+
+
+def summary(name: str, summaries: object, doc: str | None) -> str | None:
+    """What command `name` does, for its `--help` and the list of commands: the module's
+    `SUMMARIES[name]` (a module serving several commands), else its docstring's first paragraph."""
+    if isinstance(summaries, dict) and isinstance(summaries.get(name), str):
+        return summaries[name]
+    return " ".join(doc.strip().split("\n\n")[0].split()) if doc and doc.strip() else None
+
+
+def source_summary(name: str, module_name: str) -> str | None:
+    """`summary` read from the module's source without importing it (so listing the commands
+    never imports what they need)."""
+    try:
+        spec = importlib.util.find_spec(module_name)
+        if spec is None or spec.origin is None:
+            return None
+        with open(spec.origin, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (ImportError, OSError, SyntaxError, ValueError):
+        return None
+    summaries = None
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if any(isinstance(t, ast.Name) and t.id == "SUMMARIES" for t in targets):
+            try:
+                summaries = ast.literal_eval(value)
+            except (ValueError, TypeError, SyntaxError):
+                summaries = None
+    return summary(name, summaries, ast.get_docstring(tree))

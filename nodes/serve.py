@@ -59,9 +59,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where node.log and events.jsonl go (default: the data dir)")
     parser.add_argument("--group", default="", help="DLedger group name (default: none)")
     parser.add_argument("--flush", choices=("async", "sync"), default="async",
-                        help="async: DLedger's background flush; sync: fsync before ack (group commit)")
+                        help="async: DLedger's background flush (the default); sync: fsync before ack "
+                             "(group commit)")
     parser.add_argument("--timing", choices=sorted(TIMING_NAMES), default="default",
-                        help="default: failover in about a second; dledger: DLedger's 2 s heartbeats")
+                        help="default (also called fast; the default): failover in about a second; dledger: "
+                             "DLedger's 2 s heartbeats")
     parser.add_argument("--timing-set", action="append", default=[], metavar="FIELD=VALUE",
                         help="override one timing value of the profile, e.g. heartbeat_ms=500 (repeatable)")
     parser.add_argument("--preferred-leader", help="peer id that leadership is handed to when caught up")
@@ -74,7 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", help="debug lines in node.log")
     parser.add_argument("--mode", choices=MODES, default="dledger",
                         help="dledger (Raft, the default) or master-slave (RocketMQ's classic HA)")
-    parser.add_argument("--role", help="master-slave: SYNC_MASTER, ASYNC_MASTER or SLAVE")
+    parser.add_argument("--role", help="master-slave: SYNC_MASTER, ASYNC_MASTER or SLAVE (required with "
+                                        "--mode master-slave)")
     parser.add_argument("--master",
                         help="master-slave, for a SLAVE: the master, as its id or HOST:PORT in --peers")
     for flag, field, kind, text in HA_FLAGS:

@@ -22,6 +22,23 @@ from nodes.messages import ReadMode
 from nodes.payload import payload_id
 from nodes.peers import parse_peers
 
+# What each command does: its `--help` and its line in `python -m nodes --help` (read by
+# `nodes.cliparse.summary`).
+SUMMARIES = {
+    "append": "Append the entry --data (--count times) through the leader, or the master; print each "
+              "one's log index, term and the node that took it.",
+    "get": "Read the committed entries --index..--last from the leader, or from --node alone, in a read "
+           "mode; print one JSON line per entry.",
+    "metadata": "Ask the group who leads: print the leader, term, the answering node's role and the peers "
+                "(in master-slave mode also its broker role and the slaves).",
+    "transfer": "Hand leadership to the peer --to (DLedger's leadership transfer); print the new leader "
+                "and term.",
+    "pull": "Pull up to --max entries from log index --offset as RocketMQ's pull consumer does (a "
+            "master-slave group), from the master or --node; print one JSON line per entry.",
+    "promote": "Make the slave --node the master of a master-slave group (the operator's step when the "
+               "master is lost); print the new master and its epoch.",
+}
+
 
 def _peers_arg(text: str) -> object:
     try:

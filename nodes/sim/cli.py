@@ -37,9 +37,12 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     """Options shared by `simulate` and `simulate-many`."""
     parser.add_argument("--steps", type=positive, default=4000,
                         help="events in the fault phase (default 4000)")
-    parser.add_argument("--flush", choices=FLUSH_POLICIES, default="sync", help="store flush policy")
-    parser.add_argument("--profile", choices=sorted(PROFILES), default="fast", help="timing profile")
-    parser.add_argument("--clients", type=positive, default=3, help="concurrent simulated clients")
+    parser.add_argument("--flush", choices=FLUSH_POLICIES, default="sync",
+                        help="store flush policy: sync (fsync before ack) or async (default sync)")
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="fast",
+                        help="timing profile: fast (failover in about a second) or dledger (default fast)")
+    parser.add_argument("--clients", type=positive, default=3,
+                        help="concurrent simulated clients (default 3)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the seed; the same seed replays the same run")
     parser.add_argument("--nodes", type=cluster_size, default=5, help="cluster size (default 5)")
     parser.add_argument("--faults", type=fault_list, default=parse_faults("all"),
-                        help="comma list of faults, `all` (default) or `none`")
+                        help=f"comma list of faults ({', '.join(parse_faults('all'))}), `all` (default) "
+                             "or `none`")
     add_common(parser)
 
 

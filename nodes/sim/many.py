@@ -67,11 +67,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--start", type=int, default=0, help="first seed (default 0)")
     parser.add_argument("--nodes", default="3,5,7", help="cluster sizes to rotate through (default 3,5,7)")
     parser.add_argument("--mixes", default=";".join(MIXES),
-                        help="fault mixes to rotate through, separated by ';' (each as for --faults)")
-    parser.add_argument("--jobs", type=positive, default=min(2, os.cpu_count() or 1), help="worker processes")
+                        help="fault mixes to rotate through, separated by ';', each as simulate's --faults "
+                             f"(default {';'.join(MIXES)})")
+    parser.add_argument("--jobs", type=positive, default=min(2, os.cpu_count() or 1),
+                        help="worker processes (default: 2, or 1 on one core)")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     parser.add_argument("--show", type=positive, default=3,
-                        help="print the full report of this many violations")
+                        help="print the full report of this many violations (default 3)")
     add_common(parser)
 
 
