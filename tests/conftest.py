@@ -22,3 +22,9 @@ def spark():
     spark = session("local[2]", shuffle_partitions=2)
     yield spark
     spark.stop()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--cells", metavar="SUBSTRING[,...]|all", default=None,
+                     help="the nightly sweep's cells tests/chaos/test_sweep_cells.py runs: those whose name "
+                          "contains one of these, or all (default: the short cells of make test)")

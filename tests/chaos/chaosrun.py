@@ -1,4 +1,4 @@
-"""Helpers of the end-to-end chaos tests: run the real CLI against real containers."""
+"""Helpers of the end-to-end chaos tests: run the real CLI, or the sweep's cells, against real containers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from harness import nightly, sweep
 from harness.cluster import LABEL_RUN, connect
+from harness.summary import Row
+from harness.sweep import Cell
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,3 +41,34 @@ def leftovers(run_id: str) -> list[str]:
     containers = client.containers.list(all=True, filters={"label": label})
     networks = client.networks.list(filters={"label": label})
     return [c.name for c in containers] + [n.name for n in networks]
+
+
+# What make test runs: both must-fail controls, the three designs under one fault, every family at once.
+MAKE_TEST_CELLS = ("dledger-power-loss-async-3n-all-nodes", "master-slave-async-isolate-lose-sync-3n",
+                   "master-slave-sync-isolate-lose-sync-3n", "dledger-isolate-lose-sync-3n",
+                   "dledger-all-sync-5n")
+SEED = 4
+
+
+def cell_named(name: str) -> Cell:
+    (cell,) = [cell for cell in sweep.MATRIX if cell.name == name]
+    return cell
+
+
+class CellRuns:
+    """The runs of this session's cells, each run once, on demand, into one folder."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.rows: dict[str, Row] = {}
+
+    def row(self, name: str) -> Row:
+        if name not in self.rows:
+            row, interrupted = nightly.run_one(cell_named(name), SEED, self.out, list(self.rows.values()))
+            if interrupted or row is None:
+                pytest.exit(f"the run of cell {name} was interrupted")
+            self.rows[name] = row
+        return self.rows[name]
+
+    def run_dir(self, name: str) -> Path:
+        return Path(self.row(name).run_dir or "")

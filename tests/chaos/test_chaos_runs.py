@@ -1,8 +1,9 @@
 """End to end: `python -m harness run` against containers, checked and reported.
 
-A healthy cluster under kills and partitions passes; a cluster weakened on purpose
-(DLedger's unsafe reads, which show uncommitted entries) is caught; an interrupted run
-leaves a usable results folder and nothing running.
+A healthy cluster under kills and partitions passes, and under every family at once (a sweep
+cell); a cluster weakened on purpose (DLedger's unsafe reads, which show uncommitted entries) is
+caught; an interrupted run leaves a usable results folder and nothing running. The must-fail
+controls are sweep cells (test_sweep_cells.py).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 
 import pytest
 import tenacity
-from chaosrun import REPO, harness_run, leftovers, only_run_dir, read_json
+from chaosrun import REPO, CellRuns, harness_run, leftovers, only_run_dir, read_json
 
 pytestmark = [pytest.mark.docker, pytest.mark.chaos]
 
@@ -105,13 +106,12 @@ def test_interrupted_run_leaves_usable_results_and_no_containers(results, tmp_pa
     assert (run_dir / "results.json").exists()
 
 
-def test_every_family_at_once_on_five_nodes_with_sync_flush_is_valid(results):
-    done = harness_run(results, "--nodes", "5", "--time-limit", "90", "--nemesis", "all",
-                       "--nemesis-interval", "4", "--nemesis-concurrency", "2", "--flush", "sync",
-                       "--rate", "300", "--seed", "3", "--name", "combined")
-    run_dir = only_run_dir(results)
+def test_every_family_at_once_on_five_nodes_with_sync_flush_is_valid(cell_runs: CellRuns):
+    """The sweep's dledger-all-sync-5n cell (every family, two at a time, seed 4)."""
+    row = cell_runs.row("dledger-all-sync-5n")
+    run_dir = cell_runs.run_dir(row.cell)
     test = read_json(run_dir / "test.json")
-    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert row.verdict == "valid", row.message
     assert test["nemesis_errors"] == [], test["nemesis_errors"]
     log = test["fault_log"]
     assert {f["family"] for f in log["faults"]} == set(test["faults"]), "every family ran"
@@ -119,16 +119,3 @@ def test_every_family_at_once_on_five_nodes_with_sync_flush_is_valid(results):
     stats = read_json(run_dir / "results.json")["stats"]
     assert stats["faults"] == log, "results.json carries the fault log"
     assert leftovers(test["run_id"]) == []
-
-
-def test_async_flush_loses_acknowledged_appends_when_every_node_loses_power(results):
-    """The must-fail control: DLedger's async flush acks before fsync, so a whole-cluster power
-    loss drops acknowledged entries. If this run comes back valid, the harness lost its teeth."""
-    done = harness_run(results, "--nodes", "3", "--time-limit", "40", "--nemesis", "power-loss",
-                       "--power-loss-targets", "all", "--nemesis-interval", "3", "--nemesis-concurrency", "1",
-                       "--flush", "async", "--rate", "500", "--seed", "7", "--name", "must-fail-async")
-    run_dir = only_run_dir(results)
-    verdict = read_json(run_dir / "results.json")
-    assert done.returncode == 1, done.stdout + done.stderr[-3000:]
-    assert verdict["checks"]["lost"]["valid"] is False and verdict["checks"]["lost"]["witnesses"]
-    assert leftovers(read_json(run_dir / "test.json")["run_id"]) == []

@@ -7,7 +7,8 @@ What each design predicts, and what the run must show:
   outcome unknown), the harness promotes the most advanced slave: valid.
 * ASYNC_MASTER: the isolated master acknowledges writes no slave has; after the promotion
   they are gone: invalid, with `lost` witnesses (a must-fail control).
-Consumers run in every mode and fail over when their node is lost.
+Consumers run in every mode and fail over when their node is lost. The runs are the sweep's
+`<mode>-isolate-lose-sync-3n` cells (one flag set, seed 4), shared with test_sweep_cells.py.
 """
 
 from __future__ import annotations
@@ -15,11 +16,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from chaosrun import harness_run, leftovers, only_run_dir, read_json
+from chaosrun import CellRuns, leftovers, read_json
 
 pytestmark = [pytest.mark.docker, pytest.mark.chaos]
-FLAGS = ("--nodes", "3", "--time-limit", "15", "--nemesis", "isolate-lose", "--nemesis-interval", "4",
-         "--rate", "300", "--consumers", "2", "--seed", "4")
 
 
 def ops_of(run_dir):
@@ -43,12 +42,13 @@ def isolation_windows(ops):
     return windows
 
 
-@pytest.mark.parametrize("mode, code", [("dledger", 0), ("master-slave-sync", 0), ("master-slave-async", 1)])
-def test_each_design_under_a_lost_isolated_leader_gets_the_verdict_it_predicts(tmp_path, mode, code):
-    results = tmp_path / "results"
-    done = harness_run(results, "--mode", mode, *FLAGS)
-    assert done.returncode == code, done.stdout + done.stderr
-    run_dir = only_run_dir(results)
+@pytest.mark.parametrize("mode, expect", [("dledger", "valid"), ("master-slave-sync", "valid"),
+                                          ("master-slave-async", "invalid")])
+def test_each_design_under_a_lost_isolated_leader_gets_its_predicted_verdict(cell_runs: CellRuns, mode: str,
+                                                                             expect: str) -> None:
+    row = cell_runs.row(f"{mode}-isolate-lose-sync-3n")
+    assert row.verdict == expect, row.message
+    run_dir = cell_runs.run_dir(row.cell)
     test, verdict = read_json(run_dir / "test.json"), read_json(run_dir / "results.json")
     ops = ops_of(run_dir)
     assert test["mode"] == mode and leftovers(test["run_id"]) == []

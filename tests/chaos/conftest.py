@@ -1,0 +1,35 @@
+"""The nightly sweep's cells as pytest tests: `pytest -m chaos` runs short cells of
+`harness/sweep.py`, one test a run, so `--junitxml`, `-k` and a team's plugins apply.
+
+`--cells SUBSTRING[,...]` picks other cells by name (as `harness nightly --only`), `--cells all`
+the whole matrix. A cell runs at most once a session, through the sweep's own code in this
+process (`harness.nightly.run_one`), and the session's one Spark session checks every run; tests
+that assert more of a cell's run (tests/chaos/test_mode_runs.py) share that run.
+"""
+
+from __future__ import annotations
+
+import pytest
+from chaosrun import MAKE_TEST_CELLS, CellRuns, cell_named
+
+from harness import sweep
+
+
+@pytest.fixture(scope="session")
+def cell_runs(tmp_path_factory: pytest.TempPathFactory, spark) -> CellRuns:
+    """Runs of sweep cells, checked by the session's Spark (`spark`: warm for every check)."""
+    return CellRuns(tmp_path_factory.mktemp("cells"))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "cell" not in metafunc.fixturenames:
+        return
+    words = metafunc.config.getoption("cells")
+    if words is None:
+        cells = [cell_named(name) for name in MAKE_TEST_CELLS]
+    else:
+        cells = list(sweep.MATRIX) if words == "all" else sweep.chosen(words)
+        if not cells:
+            raise pytest.UsageError(f"--cells {words}: no cell's name contains that "
+                                    "(python -m harness nightly --dry-run lists them)")
+    metafunc.parametrize("cell", cells, ids=[cell.name for cell in cells])
