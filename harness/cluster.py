@@ -70,6 +70,9 @@ class Removed:
     volumes: int
 
 
+FUSE_DEVICE = "/dev/fuse"  # the Docker host's FUSE device, given to each container of a power-loss run
+
+
 class Cluster:
     """The network, volumes and containers of one run."""
 
@@ -106,7 +109,7 @@ class Cluster:
     def _start_container(self, name: str) -> Node:
         volume = self.client.volumes.create(f"{self.container_name(name)}-data",
                                             labels={**self.labels, LABEL_NODE: name})
-        fuse = {"devices": ["/dev/fuse:/dev/fuse:rwm"]} if self.fuse else {}
+        fuse = {"devices": [f"{FUSE_DEVICE}:/dev/fuse:rwm"]} if self.fuse else {}
         container = self.client.containers.create(  # create, unlike run, never pulls
             self.image, detach=True, name=self.container_name(name), hostname=name, init=True,
             cap_add=["NET_ADMIN", "SYS_ADMIN"] if self.fuse else ["NET_ADMIN"], **fuse,
@@ -115,7 +118,15 @@ class Cluster:
             environment={"SSH_AUTHORIZED_KEY": self.public_key},
             labels={**self.labels, LABEL_NODE: name},
             volumes={volume.name: {"bind": DISK_DIR if self.fuse else DATA_DIR, "mode": "rw"}})
-        container.start()
+        try:
+            container.start()
+        except docker.errors.APIError as e:
+            if self.fuse and FUSE_DEVICE in str(e):
+                raise HarnessError(
+                    f"the power-loss file system needs the FUSE device, and the Docker engine cannot give "
+                    f"{FUSE_DEVICE} to a container ({e.explanation or e}): load the fuse module on the "
+                    "Docker host (modprobe fuse), or run without the power-loss family") from None
+            raise
         container.reload()
         settings = container.attrs["NetworkSettings"]
         address = settings["Networks"][self.network_name]["IPAddress"]

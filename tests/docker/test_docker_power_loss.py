@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import secrets
 import shlex
 import threading
 from collections.abc import Iterator
@@ -19,8 +20,10 @@ from pathlib import Path
 import docker
 import pytest
 
+from harness import cluster
 from harness.cluster import Removed, remove_labelled
 from harness.db import Db
+from harness.errors import HarnessError
 from harness.wait import wait_for
 from nemesis.power import POWER_LOSS, PowerFault
 from nodes.client import Client, ClientError
@@ -233,3 +236,20 @@ def test_the_logs_stay_off_the_lazyfs_mount_are_collected_and_teardown_leaves_no
                  for path in (tmp_path / "nodes" / "n1").rglob("*") if path.is_file()}
     assert {"node.log", "events.jsonl", "stdout.log", "currterm", "data/00000000000000000000"} <= collected
     assert remove_labelled(docker_client, db.run_id) == Removed(0, 0, 0)  # teardown removed it all
+
+
+def test_an_engine_without_the_fuse_device_is_a_clear_error_and_leaves_nothing(
+        docker_client: docker.DockerClient, node_image: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The power-loss file system needs the Docker host's FUSE device; one that is missing is named,
+    with what to do, instead of the engine's error escaping as a harness bug."""
+    monkeypatch.setattr(cluster, "FUSE_DEVICE", "/dev/no-fuse-here")
+    run_id = f"nofuse-{secrets.token_hex(3)}"
+    doomed = cluster.Cluster(docker_client, run_id, 1, node_image, "ssh-ed25519 AAAA test", fuse=True)
+    try:
+        with pytest.raises(HarnessError, match=r"cannot give /dev/no-fuse-here to a container .*"
+                                               r"modprobe fuse\), or run without the power-loss family"):
+            doomed.create()
+    finally:
+        removed = doomed.remove()
+    assert removed.containers == 1 and removed.networks == 1
+    assert docker_client.containers.list(all=True, filters={"label": f"{cluster.LABEL_RUN}={run_id}"}) == []
