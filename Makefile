@@ -39,9 +39,11 @@ compare: setup debootstrap
 
 # The nightly sweep (see harness/sweep.py): fault families, modes, flush policies, sizes and the
 # must-fail controls, within NIGHTLY_BUDGET minutes; writes results/nightly-<time>/ with junit.xml.
+# NIGHTLY_HOSTS=hosts.toml runs it on the machines of that inventory instead of containers.
 NIGHTLY_BUDGET ?= 35
-nightly: setup debootstrap
-	$(PY) -m harness nightly --budget-min $(NIGHTLY_BUDGET)
+NIGHTLY_HOSTS ?=
+nightly: setup $(if $(NIGHTLY_HOSTS),,debootstrap)
+	$(PY) -m harness nightly --budget-min $(NIGHTLY_BUDGET)$(if $(NIGHTLY_HOSTS), --hosts $(NIGHTLY_HOSTS))
 
 image: setup debootstrap
 	$(PY) -m harness image

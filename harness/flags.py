@@ -17,6 +17,8 @@ from harness.modes import MODES
 from nemesis import catalogue
 from nodes.messages import ReadMode
 
+NODES = 5  # the cluster size of a run in containers unless --nodes says otherwise
+
 
 @dataclass(frozen=True)
 class Flag:
@@ -55,7 +57,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag("mode", "dledger", "the design under test: " + "; ".join(
         f"{m.name}: {m.help}" for m in MODES.values()),
          choices=tuple(MODES)),
-    Flag("nodes", 5, "cluster size, 3 to 9", int,
+    Flag("nodes", None, f"cluster size, 3 to 9 (default {NODES}; with --hosts, every host of the inventory, "
+                        "or its first N)", int,
          check=lambda n: None if 3 <= n <= 9 else "give 3 to 9 nodes"),
     Flag("time-limit", 60.0, "seconds of workload", float, check=_positive),
     Flag("concurrency", "2n", "client workers: a number, or Nn for N per node"),
@@ -69,7 +72,9 @@ FLAGS: tuple[Flag, ...] = (
     Flag("payload-size", 100, "bytes per appended body", int, check=_not_negative),
     Flag("flush", "sync", "node flush policy: sync (fsync before ack) or async (DLedger's)",
          choices=("async", "sync")),
-    Flag("timing", "default", "node timing profile", choices=("default", "dledger")),
+    Flag("timing", "default", "node timing profile: default (failover in about a second) or dledger "
+                               "(DLedger's: 2 s heartbeats, about 6 s failover)",
+         choices=("default", "dledger")),
     Flag("read-mode", None, "how nodes serve reads (default read-index; committed in master-slave modes, "
                             "which have no linearizable read)", choices=tuple(m.label for m in ReadMode)),
     Flag("read-fraction", 0.25, "share of ops that are reads", float, check=_fraction),
@@ -81,15 +86,18 @@ FLAGS: tuple[Flag, ...] = (
     Flag("seed", None, "seed for every random choice (default: a fresh one)", int, replay=False),
     Flag("test-count", 1, "run this many tests (seeds seed, seed+1, ...)", int,
          check=lambda n: None if n >= 1 else "must be at least 1", replay=False),
-    Flag("name", None, "test name (default: dledger-<nemeses>)", replay=False),
-    Flag("results-dir", Path("results"), "where results go", Path, replay=False),
+    Flag("name", None, "test name, the results folder's parent (default: <mode>-<--nemesis words>, "
+                    "e.g. dledger-default; compare: compare-<mode>-<words>)", replay=False),
+    Flag("results-dir", Path("results"), "where results go: <dir>/<name>/<time>/, and <dir>/latest "
+                                      "points at the newest", Path, replay=False),
     Flag("witnesses", 10, "witnesses per anomaly in results.json", int, check=_not_negative, replay=False),
-    Flag("spark-master", None, "check on this Spark master instead of local mode", replay=False),
+    Flag("spark-master", None, "check on this Spark master, e.g. spark://HOST:7077 (default: "
+                            "$SPARK_MASTER, else local[*])", replay=False),
     Flag("leave-running", False,
          "leave the cluster up after the run (remove it with python -m harness clean)", replay=False,
          switch=True),
-    Flag("hosts", None, "run on the machines of this inventory (TOML) over SSH instead of containers; "
-                        "--nodes is then its number of hosts"),
+    Flag("hosts", None, "run on the machines of this inventory (TOML) over SSH instead of containers: "
+                        "on every host, or the first --nodes ones"),
     Flag("keep", False, "with --hosts: leave the copied code on the hosts (the next run reuses it)",
          replay=False, switch=True),
 )
@@ -138,21 +146,22 @@ def validate(args: argparse.Namespace) -> None:
 
 
 def _inventory(args: argparse.Namespace) -> Inventory | None:
-    """The `--hosts` inventory, read and checked; sets `args.nodes` to its number of hosts."""
+    """The `--hosts` inventory, read and checked, cut to its first `--nodes` hosts; sets `args.nodes`
+    (without --hosts: to NODES when not given)."""
     if args.hosts is None:
         if args.keep:
             raise ValueError("--keep: only with --hosts (containers leave nothing to keep)")
+        args.nodes = NODES if args.nodes is None else args.nodes
         return None
     inventory = load_inventory(Path(args.hosts))
     count = len(inventory.hosts)
-    default = next(flag.default for flag in FLAGS if flag.name == "nodes")
-    if args.nodes not in (default, count):
-        raise ValueError(f"--nodes {args.nodes}: {args.hosts} names {count} hosts; "
-                         "leave --nodes out with --hosts")
-    if not 3 <= count <= 9:
-        raise ValueError(f"--hosts {args.hosts}: names {count} hosts; a run needs 3 to 9")
-    args.nodes = count
-    return inventory
+    if args.nodes is None and not 3 <= count <= 9:
+        raise ValueError(f"--hosts {args.hosts}: names {count} hosts; a run needs 3 to 9 (give --nodes to "
+                         "run on the first ones)")
+    if args.nodes is not None and args.nodes > count:
+        raise ValueError(f"--nodes {args.nodes}: {args.hosts} names only {count} hosts")
+    args.nodes = count if args.nodes is None else args.nodes
+    return inventory.first(args.nodes)
 
 
 def replayed(args: argparse.Namespace, faults: list[str]) -> dict[str, Any]:

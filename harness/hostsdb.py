@@ -68,6 +68,15 @@ def wrapper(spec: HostSpec) -> Callable[[str], str]:
     return lambda command: f"{sudo}sh -c {shlex.quote(prefix + command)}"
 
 
+def sudo_refused(spec: HostSpec, stderr: str) -> str:
+    """Why a `sudo = true` host ran nothing (the probe printed nothing), and what to do about it."""
+    why = " ".join(stderr.split()) or "no output"
+    user = spec.user
+    return (f"sudo = true, but `sudo -n` fails for {user} ({why}): install sudo (Debian package sudo) and "
+            f"give {user} passwordless sudo, e.g. the line `{user} ALL=(ALL:ALL) NOPASSWD: ALL` in a file of "
+            "/etc/sudoers.d with mode 0440; or log in as root")
+
+
 def open_ssh(spec: HostSpec) -> Ssh:
     """A connected Ssh to the host; SshRefused or HarnessError (see the module doc)."""
     if spec.agent and not _agent_keys():
@@ -287,9 +296,7 @@ class HostsDb(SshNodes):
         def probe(spec: HostSpec) -> None:
             result = self._ssh[spec.name].exec(probe_script(spec), timeout=60)
             if spec.sudo and not result.stdout.strip():
-                why = result.stderr.strip() or "no output"
-                found[spec.name] = [f"sudo = true, but `sudo -n` fails for {spec.user}: {why} (sudo must be "
-                                    f"installed and must not ask {spec.user} for a password)"]
+                found[spec.name] = [sudo_refused(spec, result.stderr)]
                 return
             self.facts[spec.name] = parse_facts(result.stdout)
             found[spec.name] = problems(spec, self.facts[spec.name], self.needs, str(self.inventory.path))

@@ -99,6 +99,10 @@ class Inventory:
     def host(self, name: str) -> HostSpec:
         return next(h for h in self.hosts if h.name == name)
 
+    def first(self, count: int) -> Inventory:
+        """The inventory of its first `count` hosts (a run on fewer nodes than it names)."""
+        return Inventory(self.path, self.hosts[:count])
+
     def record(self) -> dict[str, object]:
         """What test.json keeps: the file as given and each host's `record()`."""
         return {"file": str(self.path), "hosts": {h.name: h.record() for h in self.hosts}}

@@ -3,7 +3,8 @@
 Class name `nightly.<mode>`, name `<cell> seed <seed>`, time the run's duration. A run that
 got another verdict than its cell expects has a `<failure>` (an `<error>` when it reached no
 verdict at all) whose message names the violated checks and the report; a known risk that
-came true, or a run the interrupt cut short, is `<skipped>` with the message.
+came true, a run the interrupt cut short, or one the hosts cannot run, is `<skipped>` with the
+message.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def junit_xml(rows: list[Row], name: str, timestamp: str) -> ET.ElementTree:
             tally["errors" if kind == "error" else "failures"] += 1
             problem = ET.SubElement(case, kind, message=row.message or "", type=f"verdict-{row.verdict}")
             problem.text = "\n".join(line for line in (row.message, row.why, row.reproduce) if line)
-        elif row.outcome in ("known-risk", "interrupted"):
+        elif row.outcome in ("known-risk", "interrupted", "skipped"):
             tally["skipped"] += 1
             ET.SubElement(case, "skipped", message=row.message or row.outcome)
     suite.set("time", f"{sum(row.duration_s for row in rows):.1f}")

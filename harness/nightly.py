@@ -8,10 +8,17 @@ begins, checks them all. Everything lands in `<results-dir>/nightly-<YYYYmmdd-HH
 run's folder, `summary.json`, `summary.html` and `junit.xml` (one test case per run). One line
 per run start and end goes to stderr.
 
+With `--hosts hosts.toml` the runs go to the machines of that inventory instead of containers
+(a cell runs on its first `nodes` hosts). The hosts are probed first: a cell that needs more
+nodes than the inventory names, or faults the hosts cannot do, is skipped (`harness.hostsweep`),
+its reason in the summary and a `<skipped>` test case in junit.xml; the budget goes to the
+cells that can run.
+
 Exit 0 when every run got the verdict its cell expects (a known risk that came true is only
 reported), 1 when any did not (a control that came back valid: the harness lost its teeth),
 2 when interrupted before that could be said (Ctrl-C and SIGTERM still write the summary of
-what ran), 254 on bad arguments, 255 on an internal error.
+what ran), 254 on bad arguments (and hosts that refuse the login, cannot run any test, or can
+run none of the chosen cells), 255 on an internal error.
 """
 
 from __future__ import annotations
@@ -23,16 +30,19 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from harness import flags, sweep
+from harness import flags, hostsweep, sweep
 from harness.cluster import connect
+from harness.errors import HostsRefused, SshRefused
+from harness.inventory import InventoryError, load_inventory
 from harness.junit import write_junit
 from harness.results import git_commit
-from harness.summary import Row, counts, row_of, write_summary
+from harness.summary import Row, counts, row_of, skipped_row, write_summary
 from harness.sweep import Cell
-from nodes.cliparse import EXIT_INTERNAL, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, UsageError
+from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, UsageError
 
 REPO = Path(__file__).resolve().parent.parent
 WARM_LINES = 1_000  # the warm-up compiles the queries: its time hardly depends on the lines
@@ -49,6 +59,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", metavar="SUBSTRING[,...]",
                         help="only the cells whose name contains one of these (comma-separated)")
     parser.add_argument("--dry-run", action="store_true", help="list the cells the budget picks, run nothing")
+    parser.add_argument("--hosts", metavar="FILE",
+                        help="run on the machines of this inventory (TOML) over SSH instead of containers; "
+                             "cells they cannot run (more nodes than hosts, faults the hosts lack) are "
+                             "skipped, with the reason")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,29 +71,59 @@ def run(args: argparse.Namespace) -> int:
     cells = sweep.chosen(args.only)
     if not cells:
         raise UsageError(f"--only {args.only}: no cell's name contains that (see --dry-run)")
-    picked = sweep.plan(cells, args.budget_min * 60, args.seeds)
+    try:
+        skipped = skips(cells, args.hosts)
+    except (HostsRefused, SshRefused) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_ARGS
+    if len(skipped) == len(cells):
+        reasons = "\n".join(f"  {name}: {why}" for name, why in skipped.items())
+        print(f"error: the hosts of {args.hosts} can run none of the chosen cells:\n{reasons}",
+              file=sys.stderr)
+        return EXIT_BAD_ARGS
+    runnable = [cell for cell in cells if cell.name not in skipped]
+    picked = sweep.plan(runnable, args.budget_min * 60, args.seeds)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     runs = [(cell, seed + i) for cell in picked for i in range(args.seeds)]
     for cell, run_seed in runs:  # a cell the run command refuses is a bug of the matrix: before anything runs
-        run_args(cell, run_seed, args.results_dir)
-    print(describe(cells, picked, args.budget_min, args.seeds, seed))
+        run_args(cell, run_seed, args.results_dir, args.hosts)
+    print(describe(cells, picked, args.budget_min, args.seeds, seed, skipped))
     if args.dry_run:
         return EXIT_VALID
-    connect().close()  # a missing Docker engine: one sentence, before any folder is made
+    if args.hosts is None:
+        connect().close()  # a missing Docker engine: one sentence, before any folder is made
     out = args.results_dir / f"nightly-{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True)
     meta = {"name": out.name, "seed": seed, "seeds": args.seeds, "budget_min": args.budget_min,
-            "only": args.only, "estimate_s": sum(cell.estimate_s for cell, _ in runs),
+            "only": args.only, "hosts": args.hosts, "estimate_s": sum(cell.estimate_s for cell, _ in runs),
             "git_commit": git_commit(REPO)}
-    return execute(runs, out, meta)
+    skipped_rows = [skipped_row(cell, seed + i, skipped[cell.name]) for cell in cells if cell.name in skipped
+                    for i in range(args.seeds)]
+    return execute(runs, out, meta, skipped_rows, args.hosts)
 
 
-def run_args(cell: Cell, seed: int, results_dir: Path) -> argparse.Namespace:
-    """The `harness run` arguments of one run of `cell`, validated; ValueError if they are bad."""
+def skips(cells: list[Cell], hosts: str | None) -> dict[str, str]:
+    """{cell name: why the hosts of the inventory `hosts` cannot run it}; none without hosts (containers).
+
+    UsageError for an inventory with a mistake; see `hostsweep.probe` for the hosts' own errors."""
+    if hosts is None:
+        return {}
+    try:
+        inventory = load_inventory(Path(hosts))
+    except InventoryError as e:
+        raise UsageError(str(e)) from None
+    facts = hostsweep.probe(inventory)
+    reasons = {cell.name: hostsweep.why_not(cell, inventory, facts) for cell in cells}
+    return {name: why for name, why in reasons.items() if why}
+
+
+def run_args(cell: Cell, seed: int, results_dir: Path, hosts: str | None = None) -> argparse.Namespace:
+    """The `harness run` arguments of one run of `cell` (on the inventory `hosts`, when given), validated;
+    ValueError if they are bad."""
     parser = _CellParser(prog=f"nightly cell {cell.name}")
     flags.add_arguments(parser)
     args = parser.parse_args([*cell.argv(), "--seed", str(seed), "--results-dir", str(results_dir),
-                              "--name", cell.name])
+                              "--name", cell.name, *(["--hosts", hosts] if hosts else [])])
     flags.validate(args)
     return args
 
@@ -89,8 +133,11 @@ class _CellParser(argparse.ArgumentParser):
         raise ValueError(f"{self.prog}: {message}")
 
 
-def describe(cells: list[Cell], picked: list[Cell], budget_min: float, seeds: int, seed: int) -> str:
-    """The plan as text: each chosen cell with its expectation and estimate, then what is left out."""
+def describe(cells: list[Cell], picked: list[Cell], budget_min: float, seeds: int, seed: int,
+             skipped: dict[str, str] | None = None) -> str:
+    """The plan as text: each chosen cell with its expectation and estimate, then what is left out, then
+    the cells the hosts cannot run (`skipped`: their reasons)."""
+    skipped = skipped or {}
     total = seeds * sum(cell.estimate_s for cell in picked)
     lines = [f"nightly: {len(picked)} of {len(cells)} cells within {budget_min:g} min, {seeds} seed(s) each "
              f"from seed {seed}: about {total / 60:.1f} min"]
@@ -101,14 +148,17 @@ def describe(cells: list[Cell], picked: list[Cell], budget_min: float, seeds: in
     controls = seeds * sum(cell.estimate_s for cell in picked if cell.control)
     if controls > budget_min * 60:
         lines.append(f"warning: the controls alone take about {controls / 60:.1f} min, more than the budget")
-    left = [cell.name for cell in cells if cell not in picked]
+    left = [cell.name for cell in cells if cell not in picked and cell.name not in skipped]
     if left:
         lines.append(f"left out (over the budget): {', '.join(left)}")
+    lines += [f"skipped: {name}: {why}" for name, why in skipped.items()]
     return "\n".join(lines)
 
 
-def execute(runs: list[tuple[Cell, int]], out: Path, meta: dict[str, Any]) -> int:
-    """Run `runs` one after the other, then write the summary, also after an interrupt; the exit code."""
+def execute(runs: list[tuple[Cell, int]], out: Path, meta: dict[str, Any], skipped: Sequence[Row] = (),
+            hosts: str | None = None) -> int:
+    """Run `runs` one after the other (on the inventory `hosts`, when given), then write the summary (with
+    the `skipped` rows after the runs'), also after an interrupt; the exit code."""
     warm_checker()
     rows: list[Row] = []
     began, started = time.monotonic(), time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -117,7 +167,7 @@ def execute(runs: list[tuple[Cell, int]], out: Path, meta: dict[str, Any]) -> in
     try:
         for k, (cell, seed) in enumerate(runs, 1):
             _progress(k, runs, rows, began, f"start {cell.name} seed {seed}: expects {cell.expect}")
-            row, interrupted = run_one(cell, seed, out, rows)
+            row, interrupted = run_one(cell, seed, out, rows, hosts)
             if row is not None:
                 rows.append(row)
                 _progress(k, runs, rows, began, f"{row.outcome} {cell.name} seed {seed}: {row.verdict} "
@@ -130,12 +180,13 @@ def execute(runs: list[tuple[Cell, int]], out: Path, meta: dict[str, Any]) -> in
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
         meta.update(started=started, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), interrupted=interrupted,
                     not_run=[f"{cell.name} seed {seed}" for cell, seed in runs[len(rows):]])
-        summary, html = write_summary(out, rows, meta)
-        junit = write_junit(out / "junit.xml", rows, "nightly", started)
-    for row in rows:
+        every = [*rows, *skipped]
+        summary, html = write_summary(out, every, meta)
+        junit = write_junit(out / "junit.xml", every, "nightly", started)
+    for row in every:
         if row.message:
             print(f"nightly: {row.outcome}: {row.message}", file=sys.stderr)
-    tally = counts(rows)
+    tally = counts(every)
     outcomes = ", ".join(f"{n} {outcome}" for outcome, n in tally.items() if n) or "none"
     print(f"nightly: {len(rows)} runs: {outcomes}{'; interrupted' if interrupted else ''}\n"
           f"summary: {html}\n{summary}\n{junit}")
@@ -144,12 +195,13 @@ def execute(runs: list[tuple[Cell, int]], out: Path, meta: dict[str, Any]) -> in
     return EXIT_UNKNOWN if interrupted else EXIT_VALID
 
 
-def run_one(cell: Cell, seed: int, out: Path, rows: list[Row]) -> tuple[Row | None, bool]:
+def run_one(cell: Cell, seed: int, out: Path, rows: list[Row],
+            hosts: str | None = None) -> tuple[Row | None, bool]:
     """One run of `cell` through `harness run`'s code, and whether an interrupt cut it short. Its row is
     None when the interrupt came before it made a folder. A run that raises is that run's failure."""
     from harness.run import run_test
 
-    args = run_args(cell, seed, out)
+    args = run_args(cell, seed, out, hosts)
     t = time.monotonic()
     code, error, run_dir, interrupted = EXIT_UNKNOWN, None, None, False
     try:

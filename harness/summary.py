@@ -3,7 +3,8 @@
 
 A row says the cell, seed and mode, the verdict expected and the one the checker reached, its
 **outcome** (`pass`: the expected verdict; `fail`: another, or no verdict at all; `known-risk`:
-another verdict in a cell that warns it may come; `interrupted`), the anomalies (the invalid
+another verdict in a cell that warns it may come; `interrupted`; `skipped`: not started, as the
+hosts of `nightly --hosts` cannot run the cell, `skipped_row`), the anomalies (the invalid
 checks and their counts), the faults that bit (hit the leader, changed it, or failed or timed
 out client ops while in force), the throughput, how long the run took and how long its verdict
 took after the final reads, and the report's path.
@@ -34,14 +35,14 @@ class Row:
     seed: int
     mode: str
     expected: str
-    verdict: str  # valid | invalid | unknown | error | interrupted
-    outcome: str  # pass | fail | known-risk | interrupted
+    verdict: str  # valid | invalid | unknown | error | interrupted | skipped
+    outcome: str  # pass | fail | known-risk | interrupted | skipped
     control: bool
     why: str
     known_risk: str | None
     message: str | None  # why the outcome is not a pass
     duration_s: float
-    run_dir: str
+    run_dir: str | None  # None: skipped
     report: str | None = None  # report.html, relative to the summary
     anomalies: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
@@ -75,6 +76,13 @@ def row_of(cell: Cell, seed: int, run_dir: Path, code: int, duration_s: float, s
         report=str(report.relative_to(summary_dir)) if report.exists() else None,
         anomalies=anomalies, faults=faults_that_bit(test), throughput=test.get("achieved_rate"),
         to_verdict_s=_to_verdict_s(test, run_dir / "results.json"), reproduce=test.get("reproduce"))
+
+
+def skipped_row(cell: Cell, seed: int, reason: str) -> Row:
+    """The row of a run of `cell` the sweep did not start: its hosts cannot run it, for `reason`."""
+    return Row(cell=cell.name, seed=seed, mode=cell.mode, expected=cell.expect, verdict="skipped",
+               outcome="skipped", control=cell.control, why=cell.why, known_risk=cell.known_risk,
+               message=f"{cell.name}: {reason}", duration_s=0.0, run_dir=None)
 
 
 def judge(cell: Cell, verdict: str, anomalies: dict[str, int], where: Path, error: str | None = None,
@@ -135,7 +143,7 @@ def _json(path: Path) -> dict[str, Any] | None:
 
 def counts(rows: list[Row]) -> dict[str, int]:
     """How many rows had each outcome."""
-    found = {outcome: 0 for outcome in ("pass", "fail", "known-risk", "interrupted")}
+    found = {outcome: 0 for outcome in ("pass", "fail", "known-risk", "interrupted", "skipped")}
     for row in rows:
         found[row.outcome] += 1
     return found

@@ -7,6 +7,7 @@ scripts are run or parsed by the local shell, so a syntax slip shows here.
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 from dataclasses import replace
@@ -16,6 +17,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from harness import flags
 from harness.capabilities import HostFacts, needs_of, parse_facts, probe_script, problems
 from harness.hostsdb import cleanup_script, leftovers_script, wrapper
 from harness.inventory import HostSpec, InventoryError, load_inventory
@@ -163,11 +165,29 @@ def test_run_flags_with_hosts_exit_254_naming_the_problem(folder: Path,
     good = write(folder, GOOD)
     two = write(folder, GOOD.split("[hosts.n3]")[0], "two.toml")
     assert harness_run(folder, capsys, "--hosts", str(good), "--nodes", "4").endswith(
-        f"--nodes 4: {good} names 3 hosts; leave --nodes out with --hosts")
-    assert harness_run(folder, capsys, "--hosts", str(two)).endswith("names 2 hosts; a run needs 3 to 9")
+        f"--nodes 4: {good} names only 3 hosts")
+    assert harness_run(folder, capsys, "--hosts", str(two)).endswith(
+        "names 2 hosts; a run needs 3 to 9 (give --nodes to run on the first ones)")
     assert "error: --keep: only with --hosts" in harness_run(folder, capsys, "--keep")
     missing = harness_run(folder, capsys, "--hosts", str(folder / "none.toml"))
     assert missing.endswith("cannot read the inventory: No such file or directory")
+
+
+def test_nodes_with_hosts_runs_on_the_first_ones_and_without_on_every_host(folder: Path) -> None:
+    four = write(folder, GOOD + '[hosts.n4]\naddress = "192.0.2.14"\n')
+    parser = argparse.ArgumentParser()
+    flags.add_arguments(parser)
+    every = parser.parse_args(["--hosts", str(four)])
+    flags.validate(every)
+    assert (every.nodes, every.inventory.names) == (4, ["n1", "n2", "n3", "n4"])
+    first = parser.parse_args(["--hosts", str(four), "--nodes", "3"])
+    flags.validate(first)
+    assert (first.nodes, first.inventory.names, first.workers) == (3, ["n1", "n2", "n3"], 6)
+    assert list(first.inventory.record()["hosts"]) == ["n1", "n2", "n3"]  # what test.json keeps
+    assert "--nodes 3 " in flags.reproduce_command(first, first.faults, 1, "t")
+    containers = parser.parse_args([])
+    flags.validate(containers)
+    assert (containers.nodes, containers.inventory) == (flags.NODES, None)
 
 
 # -- capabilities ------------------------------------------------------------------------------

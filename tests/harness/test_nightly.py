@@ -7,12 +7,17 @@ import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from harness import nightly, sweep
+from harness import flags, hostsweep, nightly, sweep
+from harness.capabilities import TOOLS, HostFacts
+from harness.errors import HostsRefused
+from harness.inventory import load_inventory
 from harness.junit import write_junit
+from harness.keys import create_key_pair
 from harness.modes import MODES
 from harness.summary import row_of, write_summary
 from nemesis import catalogue
@@ -162,7 +167,7 @@ def test_the_summary_and_junit_files_show_every_run(tmp_path):
             "finished": "f", "interrupted": False, "not_run": [], "git_commit": "abc"}
     summary, html = write_summary(tmp_path, rows, meta)
     data = json.loads(summary.read_text())
-    assert data["counts"] == {"pass": 1, "fail": 2, "known-risk": 1, "interrupted": 0}
+    assert data["counts"] == {"pass": 1, "fail": 2, "known-risk": 1, "interrupted": 0, "skipped": 0}
     assert [r["outcome"] for r in data["rows"]] == ["pass", "fail", "known-risk", "fail"]
     assert data["rows"][0]["to_verdict_s"] is not None and data["rows"][0]["faults"][0]["family"] == "kill"
     page = html.read_text()
@@ -235,7 +240,8 @@ def test_an_unexpected_verdict_exits_1(fake_sweep, capsys):
     verdicts, _, sweep_of = fake_sweep
     verdicts.update({"master-slave-async-isolate-lose-sync-3n": False, "dledger-kill-sync-3n": False})
     code, summary = sweep_of("master-slave-async-isolate-lose,dledger-kill")
-    assert code == 1 and summary["counts"] == {"pass": 1, "fail": 1, "known-risk": 0, "interrupted": 0}
+    assert code == 1 and summary["counts"] == {"pass": 1, "fail": 1, "known-risk": 0, "interrupted": 0,
+                                               "skipped": 0}
     err = capsys.readouterr().err
     assert "dledger-kill-sync-3n: expected valid, got invalid (lost 12, divergence 3)" in err
 
@@ -299,30 +305,147 @@ def test_bad_arguments_exit_254(tmp_path):
         assert done.returncode == 254, (extra, done.stderr)
 
 
+# -- the sweep on the hosts of an inventory (--hosts) ------------------------------------------------
+
+READY = HostFacts(uid=0, python=(3, 11, 2), peer_ip="10.0.0.1", tools=frozenset(TOOLS), iptables_works=True,
+                  pyfuse3=True, dev_fuse=True, addresses={"eth0": ("10.0.0.1",)}, code_writable=True,
+                  data_writable=True)
+NO_IPTABLES = replace(READY, tools=READY.tools - {"iptables"})
+
+
+def hosts_file(folder: Path, count: int) -> Path:
+    """An inventory of hosts n1..n<count> (a key file beside it)."""
+    keys = create_key_pair(folder / "keys", "nightly-test")
+    lines = ["[defaults]", f'key = "{keys.private_path}"', 'data_dir = "/var/lib/dlc"']
+    for k in range(1, count + 1):
+        lines += [f"[hosts.n{k}]", f'address = "192.0.2.{k}"', f'peer_address = "10.0.0.{k}"']
+    path = folder / f"hosts-{count}.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_cell_is_skipped_when_it_needs_more_nodes_than_hosts_or_faults_its_hosts_lack(tmp_path):
+    inventory = load_inventory(hosts_file(tmp_path, 4))
+    facts = {"n1": READY, "n2": READY, "n3": READY, "n4": NO_IPTABLES}
+    for name in ("dledger-kill-sync-3n", "dledger-partition-sync-3n", "dledger-power-loss-sync-3n"):
+        assert hostsweep.why_not(by_name(name), inventory, facts) is None, name
+    assert hostsweep.why_not(by_name("dledger-partition-sync-5n"), inventory, facts) == (
+        f"needs 5 nodes; {inventory.path} names 4 hosts")
+    three = inventory.first(3)
+    assert hostsweep.why_not(by_name("dledger-kill-sync-3n"), three, {**facts, "n3": NO_IPTABLES}) is None
+    assert hostsweep.why_not(by_name("dledger-part-kill-sync-3n"), three, {**facts, "n3": NO_IPTABLES}) == (
+        "n3: part-kill needs iptables, which is not installed (Debian package iptables)")
+    no_fuse = {**facts, "n1": replace(READY, dev_fuse=False), "n2": replace(READY, uid=1000)}
+    assert hostsweep.why_not(by_name("dledger-power-loss-sync-3n"), three, no_fuse) == (
+        "n1: power-loss needs FUSE, but it lacks /dev/fuse; n2: power-loss needs root privileges: user root "
+        "is not root (log in as root, or give root passwordless sudo and set sudo = true)")
+
+
+def test_a_cell_runs_on_the_first_hosts_of_a_larger_inventory(tmp_path):
+    five = hosts_file(tmp_path, 5)
+    small = nightly.run_args(by_name("dledger-kill-sync-3n"), 5, tmp_path / "r", str(five))
+    large = nightly.run_args(by_name("dledger-partition-sync-5n"), 5, tmp_path / "r", str(five))
+    assert (small.nodes, small.inventory.names) == (3, ["n1", "n2", "n3"])
+    assert (large.nodes, large.inventory.names) == (5, ["n1", "n2", "n3", "n4", "n5"])
+    rerun = flags.reproduce_command(small, small.faults, 5, "x")
+    assert "--nodes 3 " in rerun and f"--hosts {five} " in rerun  # the rerun takes the same three hosts
+
+
+@pytest.fixture
+def hosts_sweep(fake_sweep, tmp_path, monkeypatch):
+    """`fake_sweep` on a 3-host inventory whose probe answers `facts`: (verdicts, the runs, `sweep(only)`:
+    the exit code of `nightly.run` over the cells `only` names, facts, the hosts each run got, the file)."""
+    from harness import run
+
+    verdicts, ran, _ = fake_sweep
+    facts = {"n1": READY, "n2": READY, "n3": READY}
+    monkeypatch.setattr(hostsweep, "probe", lambda inventory: facts)
+    inventories: list[list[str]] = []
+    fake_run_test = run.run_test
+
+    def recording(args, faults, name, seed):
+        inventories.append(args.inventory.names)
+        return fake_run_test(args, faults, name, seed)
+
+    monkeypatch.setattr(run, "run_test", recording)
+    path = hosts_file(tmp_path, 3)
+
+    def sweep_on_hosts(only: str) -> int:
+        parser = argparse.ArgumentParser()
+        nightly.add_arguments(parser)
+        return nightly.run(parser.parse_args(["--only", only, "--seed", "7", "--hosts", str(path),
+                                              "--results-dir", str(tmp_path / "results")]))
+
+    return verdicts, ran, sweep_on_hosts, facts, inventories, path
+
+
+def test_with_hosts_the_cells_they_cannot_run_are_skipped_with_the_reason_not_failed(hosts_sweep, capsys):
+    verdicts, ran, sweep_on_hosts, facts, inventories, path = hosts_sweep
+    facts["n3"] = NO_IPTABLES
+    verdicts["dledger-kill-sync-3n"] = True
+    assert sweep_on_hosts("dledger-kill-sync,dledger-partition-sync") == 0
+    assert ran == [("dledger-kill-sync-3n", 7)] and inventories == [["n1", "n2", "n3"]]
+    (out,) = (path.parent / "results").iterdir()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["hosts"] == str(path) and summary["counts"]["skipped"] == 2
+    assert [(r["cell"], r["verdict"], r["outcome"], r["message"]) for r in summary["rows"]] == [
+        ("dledger-kill-sync-3n", "valid", "pass", None),
+        ("dledger-partition-sync-3n", "skipped", "skipped", "dledger-partition-sync-3n: n3: partition needs "
+         "iptables, which is not installed (Debian package iptables)"),
+        ("dledger-partition-sync-5n", "skipped", "skipped",
+         f"dledger-partition-sync-5n: needs 5 nodes; {path} names 3 hosts")]
+    suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
+    assert [suite.get(key) for key in ("tests", "failures", "errors", "skipped")] == ["3", "0", "0", "2"]
+    skipped = {c.get("name"): c.find("skipped").get("message") for c in suite.findall("testcase")
+               if c.find("skipped") is not None}
+    assert skipped["dledger-partition-sync-5n seed 7"].endswith(f"needs 5 nodes; {path} names 3 hosts")
+    page = (out / "summary.html").read_text()
+    assert page.count('<tr class="run skipped">') == 2 and "Skipped: the hosts cannot run them" in page
+    printed = capsys.readouterr().out
+    assert "skipped: dledger-partition-sync-5n: needs 5 nodes" in printed  # the plan says so up front
+    assert "nightly: 1 runs: 1 pass, 2 skipped" in printed
+
+
+def test_with_hosts_that_can_run_none_of_the_cells_or_no_test_at_all_the_sweep_exits_254(hosts_sweep,
+                                                                                      monkeypatch, capsys):
+    _, ran, sweep_on_hosts, facts, _, path = hosts_sweep
+    facts.update(n1=NO_IPTABLES, n2=NO_IPTABLES)
+    assert sweep_on_hosts("dledger-partition-sync") == 254
+    err = capsys.readouterr().err
+    assert f"error: the hosts of {path} can run none of the chosen cells:" in err
+    assert f"  dledger-partition-sync-5n: needs 5 nodes; {path} names 3 hosts" in err
+
+    def refused(inventory):
+        raise HostsRefused(f"the hosts of {path} cannot run this test:\n  n2: python3 is not installed")
+
+    monkeypatch.setattr(hostsweep, "probe", refused)
+    assert sweep_on_hosts("dledger-kill-sync") == 254
+    assert "n2: python3 is not installed" in capsys.readouterr().err
+    assert ran == [] and not (path.parent / "results").exists()
+
+
 @pytest.mark.docker
 @pytest.mark.chaos
-def test_a_small_sweep_runs_a_control_and_a_valid_cell_against_containers(tmp_path):
+def test_a_one_cell_sweep_runs_a_control_against_containers(tmp_path):
+    """`harness nightly` end to end: the must-fail control comes back invalid, which passes the sweep
+    (exit 0). Valid cells run the same code in tests/chaos/test_sweep_cells.py."""
     from harness.cluster import LABEL_RUN, connect
 
-    only = "master-slave-async-isolate-lose,master-slave-sync-isolate-lose"
-    command = [sys.executable, "-m", "harness", "nightly", "--only", only, "--seed", "4", "--results-dir",
-               str(tmp_path)]
+    command = [sys.executable, "-m", "harness", "nightly", "--only", "master-slave-async-isolate-lose",
+               "--seed", "4", "--results-dir", str(tmp_path)]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (out,) = tmp_path.glob("nightly-*")
     summary = json.loads((out / "summary.json").read_text())
-    rows = summary["rows"]
-    assert [(r["cell"], r["verdict"], r["outcome"]) for r in rows] == [
-        ("master-slave-async-isolate-lose-sync-3n", "invalid", "pass"),
-        ("master-slave-sync-isolate-lose-sync-3n", "valid", "pass")]
-    assert rows[0]["anomalies"]["lost"] > 0 and rows[1]["anomalies"] == {}
-    for row in rows:
-        assert (out / row["report"]).is_file() and row["throughput"] > 0 and row["to_verdict_s"] > 0
-        assert row["faults"][0]["family"] == "isolate-lose" and row["faults"][0]["bit"] >= 1
-        run_id = json.loads((Path(row["run_dir"]) / "test.json").read_text())["run_id"]
-        assert connect().containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []
-    page = (out / "summary.html").read_text()
-    assert all(f'href="{row["report"]}"' in page for row in rows)
+    [row] = summary["rows"]
+    assert (row["cell"], row["verdict"], row["outcome"], row["control"]) == (
+        "master-slave-async-isolate-lose-sync-3n", "invalid", "pass", True)
+    assert row["anomalies"]["lost"] > 0
+    assert (out / row["report"]).is_file() and row["throughput"] > 0 and row["to_verdict_s"] > 0
+    assert row["faults"][0]["family"] == "isolate-lose" and row["faults"][0]["bit"] >= 1
+    run_id = json.loads((Path(row["run_dir"]) / "test.json").read_text())["run_id"]
+    assert connect().containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []
+    assert f'href="{row["report"]}"' in (out / "summary.html").read_text()
     suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("2", "0", "0")
-    assert "nightly [2/2] pass master-slave-sync-isolate-lose-sync-3n seed 4" in done.stderr
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("1", "0", "0")
+    assert "nightly [1/1] pass master-slave-async-isolate-lose-sync-3n seed 4" in done.stderr

@@ -21,7 +21,9 @@ import docker.errors
 import pytest
 
 from harness.control import Ssh
+from harness.hostsdb import leftovers
 from harness.image import IMAGE_DIR, ensure_base, files_hash
+from harness.inventory import load_inventory
 from harness.keys import KeyPair, create_key_pair
 from tests.docker import conftest as docker_fixtures
 from tests.docker.test_docker_compose import compose_command
@@ -63,6 +65,15 @@ class SshHosts:
         ssh = Ssh(self.hosts[name].control, 22, self.keys.pkey(), name=name, user=user)
         ssh.connect(wait=30)
         return ssh
+
+    def assert_clean(self, inventory: Path) -> None:
+        """Nothing of the harness is left on the inventory's hosts (looked at as root)."""
+        for spec in load_inventory(inventory).hosts:
+            ssh = self.ssh(spec.name)
+            try:
+                assert leftovers(ssh, spec) == [], spec.name
+            finally:
+                ssh.close()
 
 
 @pytest.fixture(scope="session")

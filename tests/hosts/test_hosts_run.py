@@ -1,9 +1,11 @@
 """`python -m harness run --hosts`: the harness drives machines it did not create, over SSH.
 
 The hosts are plain SSH containers (conftest.py) that the harness sees only as SSH hosts: a
-short run with kill, partition and pause ends valid and leaves them clean; a host that lacks
-a tool, or a login without root, is refused before anything starts; a wrong key and an
-unreachable host are clear errors with exit 254 and 255.
+short run with kill, partition, pause, clock and power loss, as a user with passwordless sudo,
+ends valid and leaves them clean (power loss drops what the nodes had not fsynced, and leaves
+no mount; root logins run the clean-up test and the nightly sweep on hosts); a host that lacks
+a tool or /dev/fuse, a login without root, or sudo that asks for a password is refused before
+anything starts; a wrong key and an unreachable host are clear errors with exit 254 and 255.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from harness.hostsdb import HostsDb, clean_hosts, leftovers
+from harness.hostsdb import HostsDb, clean_hosts
 from harness.inventory import load_inventory
 from harness.keys import create_key_pair
 from harness.rundb import check_hosts
@@ -33,36 +36,51 @@ def harness(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str
                           timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 
-def assert_clean(ssh_hosts: SshHosts, inventory: Path) -> None:
-    for spec in load_inventory(inventory).hosts:
-        ssh = ssh_hosts.ssh(spec.name)
-        try:
-            assert leftovers(ssh, spec) == [], spec.name
-        finally:
-            ssh.close()
-
-
-def test_a_short_run_with_kill_partition_and_pause_ends_valid_and_leaves_the_hosts_clean(
-        ssh_hosts: SshHosts, tmp_path: Path) -> None:
-    inventory = ssh_hosts.inventory(tmp_path / "hosts.toml")
-    results = tmp_path / "results"
-    done = harness("run", "--hosts", str(inventory), "--time-limit", "20", "--nemesis",
-                   "kill,partition,pause", "--nemesis-interval", "3", "--rate", "100", "--seed", "11",
-                   "--results-dir", str(results))
+def run_on_hosts(inventory: Path, results: Path, *flags: str, expect: int = 0) -> tuple[Path, dict[str, Any]]:
+    """`harness run --hosts inventory` with `flags`, which must exit `expect`; its folder and test.json."""
+    done = harness("run", "--hosts", str(inventory), "--results-dir", str(results), *flags)
     run_dir = (results / "latest").resolve()
     test = json.loads((run_dir / "test.json").read_text())
     why = {k: test.get(k) for k in ("error", "catch_up", "final_logs", "nemesis_errors", "collect_error")}
-    assert done.returncode == 0, f"{why}\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == expect, f"{why}\n{done.stdout}\n{done.stderr[-5000:]}"
+    return run_dir, test
+
+
+def nemesis_completions(run_dir: Path) -> list[dict[str, Any]]:
+    """The history's nemesis completions, in order."""
+    ops = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+    return [op for op in ops if op["process"] == "nemesis" and op["type"] != "invoke"]
+
+
+def test_a_short_run_as_a_sudo_user_under_every_kind_of_fault_ends_valid_and_leaves_the_hosts_clean(
+        ssh_hosts: SshHosts, tmp_path: Path) -> None:
+    """Kill, partition, pause, clock and power lost on every host at once, all through `sudo -n` for
+    `tester` (the power-loss file system's daemon outlives the `sudo` that started it): with sync
+    flush nothing acknowledged is lost, though each power loss drops what was not fsynced."""
+    inventory = ssh_hosts.inventory(tmp_path / "hosts.toml", user="tester", extra="sudo = true")
+    run_dir, test = run_on_hosts(inventory, tmp_path / "results", "--time-limit", "20", "--nemesis",
+                                 "kill,partition,pause,clock,power-loss", "--power-loss-targets", "all",
+                                 "--flush", "sync", "--nemesis-interval", "2", "--rate", "200",
+                                 "--seed", "12")
     assert json.loads((run_dir / "results.json").read_text())["valid"] is True
     assert test["nodes"] == 3 and test["hosts"] == str(inventory)
     assert test["inventory"]["hosts"]["n2"] == {
-        "address": ssh_hosts.hosts["n2"].control, "peer_address": ssh_hosts.hosts["n2"].peer, "user": "root",
-        "port": 22, "sudo": False, "data_dir": "/var/lib/dledger-chaos-test", "code_dir": "/opt/dledger"}
+        "address": ssh_hosts.hosts["n2"].control, "peer_address": ssh_hosts.hosts["n2"].peer,
+        "user": "tester", "port": 22, "sudo": True, "data_dir": "/var/lib/dledger-chaos-test",
+        "code_dir": "/opt/dledger"}
     assert f"--hosts {inventory}" in test["reproduce"]
-    ops = {json.loads(line)["f"] for line in (run_dir / "history.jsonl").read_text().splitlines()
-           if '"nemesis"' in line}
-    assert {"kill", "start", "start-partition", "stop-partition", "pause", "resume"} <= ops
-    for node in ("n1", "n2", "n3"):
+    done = nemesis_completions(run_dir)
+    assert test["nemesis_errors"] == [] and not [op for op in done if "error" in op]
+    assert {"kill", "start", "start-partition", "stop-partition", "pause", "resume", "bump-clock",
+            "power-off", "power-on"} <= {op["f"] for op in done}
+    offs = [op["value"] for op in done if op["f"] == "power-off"]
+    for value in offs:  # each host's file system daemon said what it held when the power went
+        assert sorted(value["dropped"]) == sorted(value["targets"]) == ["n1", "n2", "n3"]
+        assert all(isinstance(dropped, dict) for dropped in value["dropped"].values()), value
+    assert sum(dropped["pages"] for value in offs for dropped in value["dropped"].values()) > 0
+    faults = [f for f in test["fault_log"]["faults"] if f["family"] == "power-loss"]
+    assert [f["detail"]["dropped"] for f in faults] == [value["dropped"] for value in offs]  # in test.json
+    for node in ("n1", "n2", "n3"):  # collected through sudo: the files the node, as root, wrote
         assert (run_dir / "nodes" / node / "events.jsonl").stat().st_size > 0
         assert (run_dir / "final" / f"{node}.jsonl").exists()
     # Nothing secret lands in the results folder: no key, no key file name, no ssh/ folder.
@@ -72,24 +90,41 @@ def test_a_short_run_with_kill_partition_and_pause_ends_valid_and_leaves_the_hos
         if path.is_file() and path.suffix in (".json", ".jsonl", ".log", ".html"):
             text = path.read_text(errors="replace")
             assert private not in text and str(ssh_hosts.keys.private_path) not in text, path
-    assert_clean(ssh_hosts, inventory)
+    ssh_hosts.assert_clean(inventory)  # no process, rule, lazyfs mount (/proc/mounts) or code left
 
 
-def test_a_host_lacking_a_tool_is_refused_up_front_naming_it(ssh_hosts: SshHosts, tmp_path: Path) -> None:
+def test_sudo_that_asks_for_a_password_is_refused_up_front_saying_what_to_do(ssh_hosts: SshHosts,
+                                                                            tmp_path: Path) -> None:
+    inventory = ssh_hosts.inventory(tmp_path / "hosts.toml", user="nosudo", extra="sudo = true")
+    done = harness("run", "--hosts", str(inventory), "--nemesis", "kill", "--results-dir",
+                   str(tmp_path / "r"))
+    assert done.returncode == 254, done.stderr
+    problems = [line.strip() for line in done.stderr.splitlines() if line.startswith("  ")]
+    assert [p.split(":")[0] for p in problems] == ["n1", "n2", "n3"]
+    assert problems[0] == (
+        "n1: sudo = true, but `sudo -n` fails for nosudo (sudo: a password is required): install sudo "
+        "(Debian package sudo) and give nosudo passwordless sudo, e.g. the line `nosudo ALL=(ALL:ALL) "
+        "NOPASSWD: ALL` in a file of /etc/sudoers.d with mode 0440; or log in as root")
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_host_lacking_a_tool_or_fuse_is_refused_up_front_naming_it(ssh_hosts: SshHosts,
+                                                                     tmp_path: Path) -> None:
     inventory = ssh_hosts.inventory(tmp_path / "hosts.toml", ("n1", "n2", "bare"))
-    done = harness("run", "--hosts", str(inventory), "--nemesis", "partition,packet",
+    done = harness("run", "--hosts", str(inventory), "--nemesis", "partition,packet,power-loss",
                    "--results-dir", str(tmp_path / "results"))
     assert done.returncode == 254, done.stderr
     problems = [line.strip() for line in done.stderr.splitlines() if line.startswith("  ")]
     assert "bare: partition, packet need iptables, which is not installed (Debian package iptables)" \
         in problems
     assert "bare: packet needs tc, which is not installed (Debian package iproute2)" in problems
-    # n1 and n2 have every tool (packet faults may still be refused there: they shape eth0, and
-    # the peers network may be eth1)
+    assert "bare: power-loss needs FUSE, but it lacks /dev/fuse" in problems
+    # n1 and n2 have every tool and FUSE (packet faults may still be refused there: they shape
+    # eth0, and the peers network may be eth1)
     assert not [p for p in problems if p.startswith(("n1:", "n2:")) and "eth0" not in p]
     assert not (tmp_path / "results").exists()
     check_hosts(load_inventory(inventory), ["kill", "pause"])  # faults that need neither: no refusal
-    assert_clean(ssh_hosts, inventory)  # probing copied nothing and left nothing
+    ssh_hosts.assert_clean(inventory)  # probing copied nothing and left nothing
 
 
 def test_faults_needing_root_are_refused_for_a_user_without_it(ssh_hosts: SshHosts, tmp_path: Path) -> None:
@@ -147,4 +182,4 @@ def test_clean_removes_what_a_crashed_run_left(ssh_hosts: SshHosts, tmp_path: Pa
     done = harness("clean", "--hosts", str(inventory_path), timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [f"{n}: nothing to remove" for n in ("n1", "n2", "n3")]
-    assert_clean(ssh_hosts, inventory_path)
+    ssh_hosts.assert_clean(inventory_path)
