@@ -28,3 +28,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--cells", metavar="SUBSTRING[,...]|all", default=None,
                      help="the nightly sweep's cells tests/chaos/test_sweep_cells.py runs: those whose name "
                           "contains one of these, or all (default: the short cells of make test)")
+
+
+@pytest.fixture(scope="session")
+def warm_checker_socket(tmp_path_factory: pytest.TempPathFactory):
+    """One real checker service for the session's `harness run` subprocesses (see `via_checker_service`)."""
+    from tests.support.checkerservice import checker_service
+
+    with checker_service(tmp_path_factory.mktemp("checker-service"), warm_lines=1000) as (sock, _, _):
+        yield sock
+
+
+@pytest.fixture
+def via_checker_service(warm_checker_socket: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The test's subprocesses check through the session's warm service (a cold Spark start each
+    otherwise); the service is the same checker (tests/checker/test_checker_service.py)."""
+    monkeypatch.setenv("CHECKER_SOCKET", str(warm_checker_socket))
+    return warm_checker_socket

@@ -21,7 +21,8 @@ pytestmark = [pytest.mark.docker, pytest.mark.chaos]
 
 
 @pytest.fixture
-def results(tmp_path):
+def results(tmp_path, via_checker_service):
+    """The run's results folder; its check goes to the session's warm checker service."""
     return tmp_path / "results"
 
 
@@ -33,6 +34,7 @@ def test_short_chaos_run_is_valid_and_complete(results):
     verdict = read_json(run_dir / "results.json")
     assert verdict["valid"] is True
     assert "valid: true" in done.stdout and f"report: {run_dir}/report.html" in done.stdout
+    assert "checked by the checker service at" in done.stderr, "the session's warm service checked it"
     for name in ("test.json", "history.jsonl", "harness.log", "results.json", "report.html",
                  "latency-raw.png", "latency-quantiles.png", "rate.png"):
         assert (run_dir / name).stat().st_size > 0, name

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -17,25 +16,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from checkers.service import ping, request
 from checkers.verdict import exit_code
+from tests.support.checkerservice import checker_service
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class NotReady(Exception):
-    pass
-
-
-@retry(stop=stop_after_delay(300), wait=wait_fixed(0.5), retry=retry_if_exception_type(NotReady))
-def _wait_ready(sock: Path, proc: subprocess.Popen, log: Path) -> None:
-    assert proc.poll() is None, f"the service exited {proc.returncode}:\n{log.read_text()[-3000:]}"
-    status = ping(sock)
-    if status is None or status["state"] != "ready":
-        raise NotReady(str(status))
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -46,26 +33,8 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("service")
-    sock, log = folder / "checker.sock", folder / "service.log"
-    with log.open("w") as out:
-        serve = ["serve", "--socket", str(sock), "--spark-master", "local[2]", "--warm-lines", "2000"]
-        serve += ["--warm-rounds", "1"]
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "checkers", *serve],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "CHECKER_DRIVER_MEMORY": "1g"},
-            start_new_session=True,
-        )
-    try:
-        _wait_ready(sock, proc, log)
-        yield sock, proc, log
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=60)
+    with checker_service(tmp_path_factory.mktemp("service")) as running:
+        yield running
 
 
 @pytest.mark.parametrize("name", ["inject-lost", "stores-disagree", "ok-0"])

@@ -426,7 +426,7 @@ def test_with_hosts_that_can_run_none_of_the_cells_or_no_test_at_all_the_sweep_e
 
 @pytest.mark.docker
 @pytest.mark.chaos
-def test_a_one_cell_sweep_runs_a_control_against_containers(tmp_path):
+def test_a_one_cell_sweep_runs_a_control_against_containers(tmp_path, via_checker_service):
     """`harness nightly` end to end: the must-fail control comes back invalid, which passes the sweep
     (exit 0). Valid cells run the same code in tests/chaos/test_sweep_cells.py."""
     from harness.cluster import LABEL_RUN, connect

@@ -21,8 +21,8 @@ pytestmark = pytest.mark.docker
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_a_small_sweep_runs_what_the_hosts_can_and_skips_the_rest_with_the_reason(ssh_hosts: SshHosts,
-                                                                                  tmp_path: Path) -> None:
+def test_a_small_sweep_runs_what_the_hosts_can_and_skips_the_rest_with_the_reason(
+        ssh_hosts: SshHosts, tmp_path: Path, via_checker_service: Path) -> None:
     inventory = ssh_hosts.inventory(tmp_path / "hosts.toml", ("n1", "n2", "bare"))
     command = [sys.executable, "-m", "harness", "nightly", "--hosts", str(inventory), "--only",
                "dledger-kill-sync,dledger-partition-sync", "--seed", "4", "--results-dir",

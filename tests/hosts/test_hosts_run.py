@@ -53,7 +53,7 @@ def nemesis_completions(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def test_a_short_run_as_a_sudo_user_under_every_kind_of_fault_ends_valid_and_leaves_the_hosts_clean(
-        ssh_hosts: SshHosts, tmp_path: Path) -> None:
+        ssh_hosts: SshHosts, tmp_path: Path, via_checker_service: Path) -> None:
     """Kill, partition, pause, clock and power lost on every host at once, all through `sudo -n` for
     `tester` (the power-loss file system's daemon outlives the `sudo` that started it): with sync
     flush nothing acknowledged is lost, though each power loss drops what was not fsynced."""
