@@ -7,8 +7,6 @@ either way. Every run's faults bit, and the run leaves nothing running.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from chaosrun import SEED, CellRuns, leftovers, read_json
 
@@ -19,7 +17,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.chaos]
 
 def test_the_cell_gets_the_verdict_it_expects(cell_runs: CellRuns, cell: Cell) -> None:
     row = cell_runs.row(cell.name)
-    run_dir = Path(row.run_dir or "")
+    run_dir = cell_runs.run_dir(cell.name)
     test = read_json(run_dir / "test.json")
     assert leftovers(test["run_id"]) == []
     assert test.get("nemesis_errors", []) == [], test["nemesis_errors"]
