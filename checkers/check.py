@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import reduce
 from pathlib import Path
 from typing import Any, Protocol
@@ -19,9 +20,10 @@ from checkers import consumers, durability, realtime, screen
 from checkers.anomalies import SUSPECT, collect_anomalies
 from checkers.elections import election_safety, load_events
 from checkers.finallogs import FinalLogs, load_final_logs
-from checkers.history import load_history
+from checkers.history import History, load_history
 from checkers.layout import ResultsDir
-from checkers.replicas import load_stores, replica_disagreement
+from checkers.preload import PRELOADED
+from checkers.replicas import load_stores, replica_disagreement, replica_flags
 from checkers.spark import session, shuffle_partitions_for, sql_conf
 from checkers.tables import Tables
 from checkers.verdict import INFORMATIONAL, NEEDS_FINAL_LOG, decide
@@ -44,9 +46,6 @@ EXACT: tuple[Pass, ...] = (
     realtime.time_order,
     realtime.future_read,
 )
-# Exact, and run on the screen's path too (they cost one grouping of the consumed entries):
-# the consumer checks, in check runs that have consumes.
-CONSUMER_CHECKS: tuple[Pass, ...] = (consumers.checks,)
 
 
 def check(
@@ -57,50 +56,71 @@ def check(
     Raises InputError (naming file and line) when an input file is missing or malformed.
     """
     layout = ResultsDir.open(results_dir)
-    result = check_many([layout], session(spark_master), witnesses=witnesses)[0]
+    spark = session(spark_master)
+    result = check_many([layout], spark, witnesses=witnesses, history=PRELOADED.take(layout))[0]
     (layout.path / "results.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
 
 
 def check_many(
-    dirs: list[ResultsDir], spark: SparkSession, *, witnesses: int = DEFAULT_WITNESSES, exact: bool = False
+    dirs: list[ResultsDir],
+    spark: SparkSession,
+    *,
+    witnesses: int = DEFAULT_WITNESSES,
+    exact: bool = False,
+    history: History | None = None,
 ) -> list[dict[str, Any]]:
     """Verdicts for many results folders, checked together in the same Spark jobs.
 
     The screen (`screen`) runs first; the exact checks run only when it cannot clear every
     history, or with `exact`. Either way the verdicts are the exact checks' verdicts.
+    `history` is `dirs`' history when it was loaded already (`preload`).
     """
     started = time.monotonic()
     partitions = shuffle_partitions_for(_input_bytes(dirs), spark.sparkContext.defaultParallelism)
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-    history = load_history(spark, dirs)
-    try:
-        finals = load_final_logs(spark, dirs)
-    except BaseException:
-        history.unpersist()
-        raise
-    tables = Tables(history, finals)
-    try:
-        events = load_events(spark, dirs)
-        stores = load_stores(spark, dirs)
-        loaded = time.monotonic()
-        common = [election_safety(events), replica_disagreement(stores, finals)]
-        if any(s.get("consume_ops") for s in history.stats.values()):
-            common += [run(tables) for run in CONSUMER_CHECKS]
-        found = {} if exact else _screen(spark, tables, common, witnesses)
-        flagged = {hid: _flagged(hid, found, finals) for hid in range(len(dirs))}
-        screened = time.monotonic()
-        ran_exact = exact or any(flagged.values())
-        if ran_exact:
-            parts = [*[run(tables) for run in EXACT], *common]
-            found = collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses)
-    finally:
-        tables.unpersist()
+    preloaded = history is not None
+    # Small jobs that need no history run beside the others: Spark takes jobs from many threads.
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="check") as side:
+        replicas = None if exact else side.submit(replica_flags, spark, dirs)
+        events_loaded = side.submit(load_events, spark, dirs)
+        history = history or load_history(spark, dirs)
+        try:
+            finals = load_final_logs(spark, dirs)
+        except BaseException:
+            history.unpersist()
+            raise
+        tables = Tables(history, finals)
+        try:
+            events = events_loaded.result()
+            loaded = time.monotonic()
+            consumed = any(s.get("consume_ops") for s in history.stats.values())
+            # Exact, and cheap enough for the screen's path: one window over each consumer's pulls.
+            common = [election_safety(events), *([consumers.skipped_offset(tables)] if consumed else [])]
+            found = {}
+            if replicas is not None:
+                final_flags = side.submit(screen.final_log_flags, spark, finals)
+                parts = [screen.by_id(tables, consumed=consumed), screen.read_flags(tables), *common]
+                found = _screen(spark, parts, [final_flags, replicas], witnesses)
+            flagged = {hid: _flagged(hid, found, finals) for hid in range(len(dirs))}
+            screened = time.monotonic()
+            ran_exact = exact or any(flagged.values())
+            if ran_exact:
+                parts = [
+                    *[run(tables) for run in EXACT],
+                    election_safety(events),
+                    replica_disagreement(load_stores(spark, dirs), finals),
+                    *([consumers.checks(tables)] if consumed else []),
+                ]
+                found = collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses)
+        finally:
+            tables.unpersist()
     timing = {
         "load_s": round(loaded - started, 3),
         "screen_s": round(screened - loaded, 3),
         "check_s": round(time.monotonic() - loaded, 3),
         "exact_checks": ran_exact,
+        "history_preloaded": preloaded,
         "spark_master": spark.sparkContext.master,
     }
     results = []
@@ -122,15 +142,15 @@ def check_many(
 
 
 def _screen(
-    spark: SparkSession, tables: Tables, common: list[DataFrame], witnesses: int
+    spark: SparkSession, parts: list[DataFrame], flags: list[Future[dict[int, set[str]]]], witnesses: int
 ) -> dict[int, dict[str, tuple[int, list[Any]]]]:
-    """The screen's findings: exact ones (by id, elections, replicas) and `~<check>` flags."""
-    parts = [screen.by_id(tables), screen.read_flags(tables), *common]
+    """The screen's findings: the exact ones among `parts` (elections, recovered appends, ...),
+    and `~<check>` for its suspect rows and for each hid -> checks of `flags` (jobs run beside)."""
     # Its grouping is by id, nearly one row per group: aggregating before the shuffle
     # reduces nothing and costs a hash table (10^7 lines: ~42-48 s against ~40-41 s).
     with sql_conf(spark, "spark.sql.execution.bypassPartialAggregation", "true"):
         found = collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses)
-    for hid, checks in screen.final_log_flags(spark, tables.finals).items():
+    for hid, checks in [item for f in flags for item in f.result().items()]:
         for name in checks:
             found.setdefault(hid, {})[SUSPECT + name] = (1, [])
     return found

@@ -3,11 +3,19 @@
 Each node's committed prefix is its final log's extent. At an index that two nodes both
 committed their stores must hold the same term and id, agree with the node's final log, and
 pass their CRCs; a committed index missing from a node's store is a disagreement too.
+
+The screen (`replica_flags`) walks each node's store beside its own final log in a Spark
+task and returns one flag a node: nothing of the stores crosses into the JVM. Stores that
+each hold their node's final log over its committed prefix agree with each other wherever
+the final logs do (the final logs' own screen holds them to that); a node that does not
+sends the check run to `replica_disagreement`, which names the indexes.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -30,6 +38,48 @@ def _store_rows(item: tuple[int, str, str]) -> Iterator[tuple[int, str, int, int
     for e in read_entries(path):
         ident = None if e.magic == MAGIC_NOOP else payload_id(e.body)
         yield hid, node, e.index, e.term, e.magic, ident, e.ok
+
+
+def _agrees(item: tuple[int, str, str, str]) -> tuple[int, str, bool]:
+    """Whether one node's store holds exactly its final log's entries 0..end, CRCs sound (on a worker).
+
+    Both are walked in index order; anything out of that order is reported as a disagreement
+    for the exact check to look at.
+    """
+    from nodes.payload import payload_id
+    from nodes.store.logstore import MAGIC_NOOP
+    from nodes.store.readfile import read_entries
+
+    hid, node, store, final = item
+    stored = iter(read_entries(store))
+    with Path(final).open("rb") as lines:
+        for expected, line in enumerate(lines):
+            try:
+                record = json.loads(line)
+            except ValueError:  # a torn last line; load_final_logs has vetted the others
+                break
+            e = next(stored, None)
+            if e is None or record["log_index"] != expected or e.index != expected or not e.ok:
+                return hid, node, False
+            ident = None if e.magic == MAGIC_NOOP else payload_id(e.body)
+            if ident != record.get("id") or record.get("term") not in (None, e.term):
+                return hid, node, False
+    return hid, node, True
+
+
+def replica_flags(spark: SparkSession, dirs: list[ResultsDir]) -> dict[int, set[str]]:
+    """hid -> {"replica-disagreement"} for the folders where some node's store and final log differ."""
+    items = [
+        (hid, node, str(store), str(finals[node]))
+        for hid, d in enumerate(dirs)
+        for finals in [d.final_logs()]
+        for node, store in d.store_dirs().items()
+        if node in finals
+    ]
+    if not items:
+        return {}
+    rows = spark.sparkContext.parallelize(items, len(items)).map(_agrees).collect()
+    return {hid: {"replica-disagreement"} for hid, _, agrees in rows if not agrees}
 
 
 def load_stores(spark: SparkSession, dirs: list[ResultsDir]) -> DataFrame:

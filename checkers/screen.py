@@ -37,7 +37,7 @@ _NUMBERS = [
 _STATUSES = ("info", "fail", "ok")
 
 
-def by_id(t: Tables) -> DataFrame:
+def by_id(t: Tables, *, consumed: bool = False) -> DataFrame:
     """Recovered appends, and `~<check>` rows for whatever the exact checks by id would find.
 
     One grouping by id of every append, every id a read saw, and the cluster's final log,
@@ -47,6 +47,10 @@ def by_id(t: Tables) -> DataFrame:
     append landed below an index acknowledged before it was invoked (real-time reorder), and
     one landed at or below an index a read saw before it was invoked (future read): exact
     while every acknowledged index is right, which the other conditions show.
+
+    With `consumed`, every entry a consume got joins the grouping too: an id the cluster's
+    log does not hold at the index it was consumed at flags the consumer checks by log index
+    (consumed-then-lost, consume-divergence).
     """
     noop = F.concat(F.lit(NOOP_KEY + ":"), F.col("log_index").cast("string"))
     code = F.array_position(F.array(*[F.lit(x) for x in _STATUSES]), F.col("status"))
@@ -58,6 +62,15 @@ def by_id(t: Tables) -> DataFrame:
     facts = appended.unionByName(claimed, allowMissingColumns=True).unionByName(
         placed, allowMissingColumns=True
     )
+    got = []
+    if consumed:
+        entries = t.consumes.select("hid", F.explode("entries").alias("e"))
+        at = F.col("e")[0].cast("long")
+        got_id = F.coalesce(F.col("e")[1], F.concat(F.lit(NOOP_KEY + ":"), at.cast("string")))
+        facts = facts.unionByName(
+            entries.select("hid", got_id.alias("id"), at.alias("got")), allowMissingColumns=True
+        )
+        got = [F.min("got").alias("got_lo"), F.max("got").alias("got_hi")]
     ids = facts.groupBy("hid", "id").agg(
         *[F.max(c).alias(c) for c in _NUMBERS],
         F.min("claim").alias("claim_lo"),
@@ -65,6 +78,7 @@ def by_id(t: Tables) -> DataFrame:
         F.min("rid").alias("seen_by_read"),
         F.min("at").alias("pos"),
         F.max("at").alias("pos_hi"),
+        *got,
     )
     ids = ids.withColumn("status", F.get(F.array(*[F.lit(x) for x in _STATUSES]), F.col("status") - 1))
     pos, status, lo = F.col("pos"), F.col("status"), F.col("claim_lo")
@@ -80,13 +94,24 @@ def by_id(t: Tables) -> DataFrame:
         "realtime-reorder": landed & (F.col("p_ack") > pos),
         "future-read": landed & (F.col("p_seen") >= pos),
     }
+    if consumed:
+        got_lo = F.col("got_lo")
+        suspects["consumed-then-lost"] = got_lo.isNotNull() & ~landed
+        # A named id nowhere in the log is flagged as lost (the exact checks then see it all);
+        # a no-op is one where the cluster's log holds another entry (up to its end).
+        ends = [F.lit(x) for hid, node in t.finals.longest.items() for x in (hid, t.finals.ends[hid][node])]
+        end = F.element_at(F.create_map(*ends), F.col("hid")) if ends else F.lit(None)
+        suspects["consume-divergence"] = got_lo.isNotNull() & F.when(
+            landed, (got_lo != pos) | (F.col("got_hi") != pos)
+        ).otherwise(~named & F.coalesce(got_lo <= end, F.lit(True)))
+    by_index = ("divergence", "consume-divergence")  # no-ops count too
     cases = [
         (
             named & appended_here & (status == "info") & landed,
             anomaly("recovered", F.col("inv_index"), id=F.col("id"), final_index=pos, append=append_ref()),
         ),
         *[
-            (named & cond if name != "divergence" else cond, suspect(name, id=F.col("id")))
+            (cond if name in by_index else named & cond, suspect(name, id=F.col("id")))
             for name, cond in suspects.items()
         ],
     ]
