@@ -8,13 +8,16 @@ synthetic histories (`checkers.synth`) as it starts. `python -m checkers check` 
 
 Protocol: a Unix socket (`--socket`, `$CHECKER_SOCKET`, else one per user in the temp
 folder), one JSON request line and one JSON reply line per connection:
-`{"op": "ping"}`, `{"op": "check", "results_dir": ..., "witnesses": N}`, `{"op": "stop"}`.
-Replies carry `ok`; a failed check says why (`error`) and the exit code it means (`exit`).
+`{"op": "ping"}`, `{"op": "check", "results_dir": ..., "witnesses": N}`, `{"op": "stop"}`, and
+`{"op": "load", "results_dir": ...}`, which loads the folder's history ahead of its check
+(`checkers.preload`). Replies carry `ok`; a failed check says why (`error`) and the exit
+code it means (`exit`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -103,6 +106,25 @@ def check_folder(
     raise ServiceError(f"the checker service at {path}: {reply['error']}")
 
 
+def preload_folder(results_dir: Path, *, spark_master: str | None, sock: Path | None = None) -> str:
+    """Load `results_dir`'s history ahead of its check (see `check_folder` for where); returns where.
+
+    A history that cannot be loaded is left for the check to report.
+    """
+    from checkers.layout import ResultsDir
+    from checkers.preload import PRELOADED
+    from checkers.spark import master_url, session
+
+    path = sock or default_socket()
+    status = ping(path)
+    if status is not None and (spark_master is None or master_url(spark_master) == status["master"]):
+        request(path, {"op": "load", "results_dir": str(Path(results_dir).resolve())})
+        return f"the checker service at {path}"
+    with contextlib.suppress(InputError):
+        PRELOADED.load(session(spark_master), ResultsDir.open(results_dir))
+    return "this process"
+
+
 class Service:
     """The warm SparkSession and the one check it runs at a time."""
 
@@ -174,9 +196,28 @@ class Service:
         if op == "stop":
             self.stopped.set()
             return {"ok": True}
-        if op != "check" or not isinstance(req.get("results_dir"), str):
-            return _failure(EXIT_BAD_ARGS, f"bad request {str(req)[:200]!r}: expected op ping, check or stop")
+        if op not in ("check", "load") or not isinstance(req.get("results_dir"), str):
+            expected = "expected op ping, check, load or stop"
+            return _failure(EXIT_BAD_ARGS, f"bad request {str(req)[:200]!r}: {expected}")
+        if op == "load":
+            return self._load(Path(req["results_dir"]))
         return self._check(Path(req["results_dir"]), req.get("witnesses"))
+
+    def _load(self, results_dir: Path) -> dict[str, Any]:
+        from checkers.check import internal_error
+        from checkers.layout import ResultsDir
+        from checkers.preload import PRELOADED
+
+        with self._lock:
+            if self.spark is None:
+                return _failure(EXIT_INTERNAL, f"no Spark: {self.failure}")
+            try:
+                PRELOADED.load(self.spark, ResultsDir.open(results_dir))
+            except InputError as e:
+                return _failure(EXIT_BAD_ARGS, str(e))
+            except Exception as e:  # the check will meet it again and report it
+                return _failure(EXIT_INTERNAL, internal_error(e, self.master))
+        return {"ok": True}
 
     def _check(self, results_dir: Path, witnesses: Any) -> dict[str, Any]:
         from checkers.check import DEFAULT_WITNESSES, check, internal_error

@@ -3,8 +3,10 @@
 
 Phases of one test: setup → workload + nemesis for the time limit → heal everything → wait
 (bounded) for a leader and catch-up → final reads from every node → collect files →
-teardown → check → report. The results folder is complete even when a run is interrupted:
-test.json and the history prefix are always there, and the cluster is always torn down.
+check → teardown → report. The check's loading of the history starts as soon as the
+workload ends, and the verdict comes before the teardown. The results folder is complete
+even when a run is interrupted: test.json and the history prefix are always there, and the
+cluster is always torn down.
 """
 
 from __future__ import annotations
@@ -127,51 +129,83 @@ def run_test(args: argparse.Namespace, faults: list[str], name: str, seed: int) 
     write_json(run_dir / "test.json", test)
     print(f"test {name}, seed {seed}: results in {run_dir}", file=sys.stderr)
     started = time.monotonic()
+    run = TestRun(args, faults, seed, run_dir, test)
     try:
-        outcome = TestRun(args, faults, seed, run_dir, test).execute()
-    except KeyboardInterrupt:
-        args.interrupted = True
-        test["interrupted"] = True
-        print(
-            f"\ninterrupted: the cluster was torn down; the history prefix is in {run_dir}\n"
-            f"check it with: python -m checkers check {run_dir}",
-            file=sys.stderr,
-        )
-        outcome = EXIT_UNKNOWN
-    except HarnessError as e:
-        log.exception("run failed")
-        test["error"] = str(e)
-        print(f"error: {e}", file=sys.stderr)
-        outcome = EXIT_INTERNAL
+        try:
+            outcome = run.execute()
+        except KeyboardInterrupt:
+            args.interrupted = True
+            test["interrupted"] = True
+            print(
+                f"\ninterrupted: the cluster was torn down; the history prefix is in {run_dir}\n"
+                f"check it with: python -m checkers check {run_dir}",
+                file=sys.stderr,
+            )
+            outcome = EXIT_UNKNOWN
+        except HarnessError as e:
+            log.exception("run failed")
+            test["error"] = str(e)
+            print(f"error: {e}", file=sys.stderr)
+            outcome = EXIT_INTERNAL
+        finally:
+            test["duration_s"] = round(time.monotonic() - started, 3)
+            if "history_wall_ns" in test:
+                try:
+                    test["fault_log"] = run_fault_log(run_dir, test["faults"], test["history_wall_ns"])
+                except (OSError, ValueError, KeyError) as e:
+                    log.exception("fault log")
+                    test["fault_log_error"] = str(e)
+            write_json(run_dir / "test.json", test)
+        result = None if outcome is not None else check_run(args, run_dir, run.preload)
     finally:
-        test["duration_s"] = round(time.monotonic() - started, 3)
-        if "history_wall_ns" in test:
-            try:
-                test["fault_log"] = run_fault_log(run_dir, test["faults"], test["history_wall_ns"])
-            except (OSError, ValueError, KeyError) as e:
-                log.exception("fault log")
-                test["fault_log_error"] = str(e)
-        write_json(run_dir / "test.json", test)
+        run.teardown()
         logging.getLogger().removeHandler(handler)
         handler.close()
-    if outcome is None:
-        outcome = check_and_report(args, run_dir)
+    if result is not None:
+        outcome = report(run_dir, result)
     return outcome, run_dir
 
 
-def check_and_report(args: argparse.Namespace, run_dir: Path) -> int:
-    """Check the run with the Spark checker, write the report, print the verdict and its path."""
-    from checkers.report import write_report
+def check_run(
+    args: argparse.Namespace, run_dir: Path, preload: threading.Thread | None = None
+) -> dict[str, Any]:
+    """Check the run with the Spark checker (once `preload` has loaded its history) and print the verdict."""
     from checkers.service import check_folder
-    from checkers.verdict import exit_code, table
+    from checkers.verdict import table
 
     print("checking ...", file=sys.stderr)
+    if preload is not None:
+        preload.join()
     result, checker = check_folder(run_dir, spark_master=args.spark_master, witnesses=args.witnesses)
     print(f"checked by {checker}", file=sys.stderr)
-    report = write_report(run_dir)
     print(table(result))
-    print(f"report: {report}")
+    return result
+
+
+def report(run_dir: Path, result: dict[str, Any]) -> int:
+    """Write the run's report, print its path; the verdict's exit code."""
+    from checkers.report import write_report
+    from checkers.verdict import exit_code
+
+    print(f"report: {write_report(run_dir)}")
     return exit_code(result["valid"])
+
+
+def preload_history(run_dir: Path, spark_master: str | None) -> threading.Thread:
+    """Start loading the run's finished history for its check, in the background (`checkers.preload`)."""
+    from checkers.service import preload_folder
+
+    def load() -> None:
+        try:
+            where = preload_folder(run_dir, spark_master=spark_master)
+        except Exception:  # the check meets the same trouble and reports it
+            log.exception("loading the history ahead of the check")
+        else:
+            log.info("history loaded for the check in %s", where)
+
+    thread = threading.Thread(target=load, name="history-preload", daemon=True)
+    thread.start()
+    return thread
 
 
 class TestRun:
@@ -185,6 +219,8 @@ class TestRun:
         self.seed = seed
         self.run_dir = run_dir
         self.test = test
+        self.db: RunDb | None = None
+        self.preload: threading.Thread | None = None
 
     def phase(self, name: str, since: float) -> None:
         self.test["phases"][name] = round(time.monotonic() - since, 3)
@@ -192,7 +228,10 @@ class TestRun:
         log.info("phase %s done in %.1f s", name, time.monotonic() - since)
 
     def execute(self) -> None:
-        """Setup, workload, heal, final reads, collect; the Db is torn down whatever happens."""
+        """Setup, workload, heal, final reads, collect; `teardown` removes the cluster after.
+
+        Once the workload is done the history's loading for the check starts in the background.
+        """
         args = self.args
         serve_args = [
             "--flush",
@@ -210,6 +249,7 @@ class TestRun:
         self.test["run_id"] = db.run_id
         write_json(self.run_dir / "test.json", self.test)
         db.setup()
+        self.db = db
         try:
             db.start()
             self.test["first_leader"] = db.wait_for_leader(timeout=30)
@@ -217,6 +257,7 @@ class TestRun:
             with History(self.run_dir / "history.jsonl") as history:
                 self.test["history_wall_ns"] = history.start_wall_ns
                 self.workload(db, history)
+            self.preload = preload_history(self.run_dir, args.spark_master)
             t = time.monotonic()
             with Client(db.network_peers(), timeout=args.op_timeout) as client:
                 catch_up = wait_for_catch_up(client, db.names, args.catch_up_timeout)
@@ -238,11 +279,17 @@ class TestRun:
                 self.test["collect_error"] = str(e)
                 log.warning("collect: %s", e)
             self.phase("collect", t)
-            if args.leave_running:
-                self.test["left_running"] = db.run_id
-                print(db.left_running(), file=sys.stderr)
-            else:
-                db.teardown()
+
+    def teardown(self) -> None:
+        """Remove the cluster (or leave it running with `--leave-running`); safe when never set up."""
+        if self.db is None:
+            return
+        if self.args.leave_running:
+            self.test["left_running"] = self.db.run_id
+            write_json(self.run_dir / "test.json", self.test)
+            print(self.db.left_running(), file=sys.stderr)
+        else:
+            self.db.teardown()
 
     def workload(self, db: RunDb, history: History) -> None:
         """Clients and nemesis for the time limit, then heal everything and restart dead nodes."""

@@ -31,12 +31,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.fixture(scope="session")
-def warm_checker_socket(tmp_path_factory: pytest.TempPathFactory):
-    """One real checker service for the session's `harness run` subprocesses (see `via_checker_service`)."""
+def session_checker_service(tmp_path_factory: pytest.TempPathFactory):
+    """One real checker service for the session: (socket, process, log); tests must not stop it."""
     from tests.support.checkerservice import checker_service
 
-    with checker_service(tmp_path_factory.mktemp("checker-service"), warm_lines=1000) as (sock, _, _):
-        yield sock
+    with checker_service(tmp_path_factory.mktemp("checker-service"), warm_lines=1000) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def warm_checker_socket(session_checker_service: tuple[Path, object, Path]) -> Path:
+    """The session's checker service, for its `harness run` subprocesses (see `via_checker_service`)."""
+    return session_checker_service[0]
 
 
 @pytest.fixture

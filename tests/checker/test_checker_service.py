@@ -1,8 +1,8 @@
 """The checker service for real: `python -m checkers serve` keeps one Spark JVM, the command
 line checks through it, and its verdicts are local mode's.
 
-One service (local[2], a small warm-up) serves every test of this module, in file order;
-the last test stops it.
+The session's service (local[2], a small warm-up, shared with the tests that run the harness)
+serves this module's tests; the test of `--stop` starts one of its own.
 """
 
 from __future__ import annotations
@@ -31,10 +31,9 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    with checker_service(tmp_path_factory.mktemp("service")) as running:
-        yield running
+@pytest.fixture
+def service(session_checker_service):
+    return session_checker_service
 
 
 @pytest.mark.parametrize("name", ["inject-lost", "stores-disagree", "ok-0"])
@@ -51,18 +50,42 @@ def test_service_verdicts_are_local_modes(service, checked, tmp_path, name):
 
 
 def test_harness_checks_a_run_through_the_service(service, checked, tmp_path, monkeypatch, capsys):
-    from harness.run import check_and_report
+    from harness.run import check_run, preload_history, report
 
     sock, _, _ = service
     monkeypatch.setenv("CHECKER_SOCKET", str(sock))
     before = ping(sock)["checks"]
     folder = shutil.copytree(checked["inject-hole"][0].path, tmp_path / "run")
     args = argparse.Namespace(spark_master=None, witnesses=10)
-    assert check_and_report(args, folder) == exit_code(checked["inject-hole"][1]["valid"])
+    result = check_run(args, folder, preload_history(folder, None))
+    assert result["stats"]["history_preloaded"], "the service loaded the history before the check"
+    assert report(folder, result) == exit_code(checked["inject-hole"][1]["valid"])
+    assert _counts(result) == _counts(checked["inject-hole"][1])
     out = capsys.readouterr()
     assert f"checked by the checker service at {sock}" in out.err
     assert f"report: {folder}/report.html" in out.out and (folder / "report.html").stat().st_size > 0
     assert ping(sock)["checks"] == before + 1
+
+
+def test_a_history_loaded_ahead_is_used_only_while_its_file_is_unchanged(spark, checked, tmp_path):
+    from checkers.check import check
+    from checkers.layout import ResultsDir
+    from checkers.preload import PRELOADED
+
+    folder = shutil.copytree(checked["inject-hole"][0].path, tmp_path / "run")
+    PRELOADED.load(spark, ResultsDir.open(folder))
+    first = check(folder)
+    assert first["stats"]["history_preloaded"]
+    assert _counts(first) == _counts(checked["inject-hole"][1])
+    assert not check(folder)["stats"]["history_preloaded"], "a loaded history serves one check"
+    PRELOADED.load(spark, ResultsDir.open(folder))
+    with (folder / "history.jsonl").open("a") as f:
+        f.write("\n")  # the file changed after the load: the check reads it again
+    assert not check(folder)["stats"]["history_preloaded"]
+
+
+def _counts(result: dict) -> dict:
+    return {name: (c["valid"], c.get("count")) for name, c in result["checks"].items()}
 
 
 def test_bad_input_is_reported_and_the_service_keeps_serving(service, checked, tmp_path):
@@ -126,11 +149,11 @@ def test_ping_is_none_without_a_service(tmp_path):
     assert done.returncode == 254 and f"no checker service answers at {stale}" in done.stderr
 
 
-def test_stop_ends_the_service_and_removes_its_socket(service):
-    sock, proc, log = service
-    done = _cli("serve", "--socket", str(sock), "--stop")
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["state"] == "ready"
-    assert proc.wait(timeout=120) == 0, log.read_text()[-3000:]
-    assert not sock.exists()
-    assert "checker service: stopped" in log.read_text()
+def test_stop_ends_the_service_and_removes_its_socket(tmp_path):
+    with checker_service(tmp_path, warm_lines=0) as (sock, proc, log):
+        done = _cli("serve", "--socket", str(sock), "--stop")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["state"] == "ready"
+        assert proc.wait(timeout=120) == 0, log.read_text()[-3000:]
+        assert not sock.exists()
+        assert "checker service: stopped" in log.read_text()
