@@ -2,12 +2,15 @@
 
 A run has two phases. The fault phase processes `steps` events (ticks, deliveries,
 flushes, client operations, faults) while faults come and go. Then everything heals
-(partitions and link faults stop, crashed nodes restart, clocks run true) and the
-liveness phase must, within `liveness_ms` of simulated time, elect a leader, commit a
-fresh probe append and bring every node's commit index up to it, and answer every append
-that was pending when the faults stopped. Invariants are checked on every step (log
-matching on every step that changed a log, from the changed index on); a violation stops
-the run with the step, the seed and the recent trace.
+(partitions and link faults stop, crashed nodes restart, clocks run true, clients stop
+sending) and the liveness phase must, within `liveness_ms` of simulated time, elect a
+leader and, idle, bring every node's commit index to the end of the leader's log (in half
+the runs once more after a follower restarts then: it learns how far it matches only if
+the leader asks, as no append will tell it), then commit a fresh probe append and bring
+every node's commit index up to it, and answer every append that was pending when the
+faults stopped. Invariants are checked on every step (log matching on every step that
+changed a log, from the changed index on); a violation stops the run with the step, the
+seed and the recent trace.
 """
 
 from __future__ import annotations
@@ -183,6 +186,8 @@ class Simulation:
         self._believed_leader: list[str | None] = [None] * config.clients
         self._append_count = 0
         self._probe: tuple[int, int] | None = None  # (request id, index once acknowledged)
+        self._idle_caught_up = False  # after healing: every commit index at the leader's log end
+        self._idle_restart = False  # after healing: restart a follower once the cluster caught up
         self._unanswered: set[int] = set()  # appends pending at healing the core has not answered yet
         for name in self.names:
             self._start_node(name)
@@ -422,6 +427,8 @@ class Simulation:
         return self.rng.choice(self.names)
 
     def _on_client(self, _node: str, client: int) -> None:
+        if self.healed:
+            return  # the cluster is left idle (see the module docstring)
         rng = self.rng
         node = self._pick_node(client)
         core = self.cores[node]
@@ -577,6 +584,7 @@ class Simulation:
         self.trace.add(self.now, self.step, "sim", "heal: faults stop, crashed nodes restart")
         self.network.heal()
         self.leader_crashes = self.repair_crashes = self.transfers = False
+        self._idle_restart = self.rng.random() < 0.5
         self._unanswered = {rid for rid, op in self._ops.items() if op.kind == "append"}
         self.stats["pending-at-heal"] = len(self._unanswered)
         for name in self.names:
@@ -586,10 +594,17 @@ class Simulation:
         self._schedule(0.0, PROBE, "", None)
 
     def _on_probe(self, _node: str, _payload: None) -> None:
-        """After healing: keep offering one probe append to whoever leads until one commits."""
+        """After healing: once the idle cluster has caught up, keep offering one probe append to
+        whoever leads until one commits."""
         if self._probe is None and not any(op.kind == "probe" for op in self._ops.values()):
             leaders = [n for n, c in self.cores.items() if c is not None and c.role is Role.LEADER]
-            if leaders:
+            if leaders and not self._idle_caught_up:
+                self._idle_caught_up = self._caught_up(leaders[-1])
+                if self._idle_caught_up and self._idle_restart:
+                    self._idle_restart = self._idle_caught_up = False
+                    follower = self.rng.choice([n for n in self.names if n != leaders[-1]])
+                    self.crash(follower, self.rng.random() < 0.5, self.rng.uniform(20.0, 400.0))
+            if leaders and self._idle_caught_up:
                 node = leaders[-1]
                 core = self.cores[node]
                 assert core is not None
@@ -601,6 +616,13 @@ class Simulation:
         if self._probe is None:
             self._schedule(50.0, PROBE, "", None)
 
+    def _caught_up(self, leader: str) -> bool:
+        """Every node's commit index at the end of `leader`'s log."""
+        core = self.cores[leader]
+        assert core is not None
+        end = core.log.end_index
+        return all(c is not None and c.commit_index == end for c in self.cores.values())
+
     def _not_live(self) -> Violation:
         within = f"within {self._liveness_ms:.0f} ms after healing: {self._roles()}"
         if self._unanswered:
@@ -608,6 +630,9 @@ class Simulation:
             return Violation(
                 "liveness", f"appends pending when the faults stopped (rids {pending}) got no answer {within}"
             )
+        if not self._idle_caught_up:
+            idle = "the idle cluster did not bring every commit index to its leader's log end"
+            return Violation("liveness", f"{idle} {within}")
         return Violation("liveness", f"no leader committed a probe and caught every node up {within}")
 
     def _live(self) -> bool:

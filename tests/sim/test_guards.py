@@ -366,11 +366,6 @@ NOT_YET: dict[str, str] = {
         "down when its lease runs out, before the others elect another); then an append "
         "acknowledged by the new leader and a read at the old one"
     ),
-    "push.restarted-follower": (
-        "the liveness probe hides it: after healing, the probe's APPEND tells the idle restarted "
-        "follower how far it matches; an idle cluster's commit index reaching every node before "
-        "the probe is not checked"
-    ),
     "lease.expired-step-down": (
         "the damage is unavailability while a fault lasts (a leader that reaches its followers but "
         "hears nothing back keeps them from electing another); liveness is checked only after healing"
