@@ -3,7 +3,9 @@
 A run has two phases. The fault phase processes `steps` events (ticks, deliveries,
 flushes, client operations, faults) while faults come and go. Then everything heals
 (partitions and link faults stop, crashed nodes restart, clocks run true, clients stop
-sending) and the liveness phase must, within `liveness_ms` of simulated time, elect a
+sending; in half the runs the leader is left deaf, able to send but not to hear, until
+another node leads, which must happen within `liveness_ms`: a leader that hears no quorum
+steps down) and the liveness phase must, within `liveness_ms` of simulated time, elect a
 leader and, idle, bring every node's commit index to the end of the leader's log (in half
 the runs once more after a follower restarts then: it learns how far it matches only if
 the leader asks, as no append will tell it), then commit a fresh probe append and bring
@@ -188,6 +190,8 @@ class Simulation:
         self._probe: tuple[int, int] | None = None  # (request id, index once acknowledged)
         self._idle_caught_up = False  # after healing: every commit index at the leader's log end
         self._idle_restart = False  # after healing: restart a follower once the cluster caught up
+        self._deaf: str | None = None  # after healing: the leader left able to send but not receive
+        self._deadline: float | None = None  # the liveness phase's current stage must end by then
         self._unanswered: set[int] = set()  # appends pending at healing the core has not answered yet
         for name in self.names:
             self._start_node(name)
@@ -237,15 +241,13 @@ class Simulation:
             self._on_transfer,
         )
         queue = self._queue
-        deadline = None
         while queue:
             if not self.healed and self.step >= cfg.steps:
                 self._heal()
-                deadline = self.now + self._liveness_ms
-            if deadline is not None:
+            if self._deadline is not None:
                 if self._live():
                     break
-                if self.now > deadline:
+                if self.now > self._deadline:
                     raise self._not_live()
             self.now, _, kind, node, payload = heapq.heappop(queue)
             self.step += 1
@@ -591,11 +593,30 @@ class Simulation:
             self.clocks[name].set_rate(self.now, 1.0)
             if self.cores[name] is None:
                 self._start_node(name)
+        leaders = [n for n, c in self.cores.items() if c is not None and c.role is Role.LEADER]
+        if leaders and self.rng.random() < 0.5:
+            self._deaf = leaders[-1]
+            self.network.block([(n, self._deaf) for n in self.names if n != self._deaf])
+            self.trace.add(self.now, self.step, "sim", f"but {self._deaf} hears nothing until another leads")
+        self._deadline = self.now + self._liveness_ms
         self._schedule(0.0, PROBE, "", None)
+
+    def _deaf_replaced(self) -> bool:
+        """Whether another node leads than the leader left deaf; then the network heals fully."""
+        if any(c is not None and c.role is Role.LEADER for n, c in self.cores.items() if n != self._deaf):
+            self.trace.add(self.now, self.step, "sim", f"another leads: {self._deaf} hears again")
+            self.network.heal()
+            self._deaf = None
+            self._deadline = self.now + self._liveness_ms
+            return True
+        return False
 
     def _on_probe(self, _node: str, _payload: None) -> None:
         """After healing: once the idle cluster has caught up, keep offering one probe append to
         whoever leads until one commits."""
+        if self._deaf is not None and not self._deaf_replaced():
+            self._schedule(50.0, PROBE, "", None)
+            return
         if self._probe is None and not any(op.kind == "probe" for op in self._ops.values()):
             leaders = [n for n, c in self.cores.items() if c is not None and c.role is Role.LEADER]
             if leaders and not self._idle_caught_up:
@@ -625,6 +646,9 @@ class Simulation:
 
     def _not_live(self) -> Violation:
         within = f"within {self._liveness_ms:.0f} ms after healing: {self._roles()}"
+        if self._deaf is not None:
+            deaf = f"no node but {self._deaf}, which could send but not hear, became leader"
+            return Violation("liveness", f"{deaf} {within}")
         if self._unanswered:
             pending = sorted(self._unanswered)
             return Violation(

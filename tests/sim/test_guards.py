@@ -249,7 +249,7 @@ BROKEN: dict[str, Broken] = {
         "a follower never cuts a conflicting tail: it answers a TRUNCATE without cutting, and "
         "keeps its entries where an APPEND holds others (push.append.conflict-repair broken too)",
         _both(_follower_push(_truncate_skipped), _KEEP_CONFLICTS),
-        DIVERGED | {"liveness"},
+        DIVERGED | {"liveness", "store refused"},  # the store refuses an append that does not continue it
     ),
     "push.append.gap": Broken(
         "a follower acknowledges an APPEND beyond its end without storing it",
@@ -365,10 +365,6 @@ NOT_YET: dict[str, str] = {
         "needs two leaders at once, as for the lease guard (a leader cut off from a quorum steps "
         "down when its lease runs out, before the others elect another); then an append "
         "acknowledged by the new leader and a read at the old one"
-    ),
-    "lease.expired-step-down": (
-        "the damage is unavailability while a fault lasts (a leader that reaches its followers but "
-        "hears nothing back keeps them from electing another); liveness is checked only after healing"
     ),
     "disk-full": (
         "the simulator's disks never fill (no retention policy, no ENOSPC) and its clients call the "
