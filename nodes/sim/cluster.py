@@ -565,7 +565,9 @@ class Simulation:
         alive = core is not None and incarnation == self.incarnation[node]
         if self.healed or not alive or (only_leader and core.role is not Role.LEADER):
             return
-        self.crash(node, power, self.rng.uniform(20.0, 400.0))
+        # a repairing follower comes back before the leader's pushes to it time out, so the
+        # leader streams on (APPEND) over the entries the lost truncation brought back
+        self.crash(node, power, self.rng.uniform(20.0, 400.0) if only_leader else self.rng.uniform(5.0, 60.0))
 
     def start_transfers(self) -> None:
         """Ask whoever leads to hand over, again every 20-200 ms until `transfers` is cleared."""
