@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: setup debootstrap chromium test lint chaos compare nightly image sim checker-service bench bench-store bench-node bench-failover bench-checker bench-harness bench-nemesis clean
+.PHONY: setup debootstrap chromium test lint chaos compare nightly image sim checker-service bench bench-store bench-node bench-failover bench-checker bench-harness bench-nemesis soak clean
 
 setup: $(STAMP)
 
@@ -76,6 +76,10 @@ bench-checker: setup
 
 bench-nemesis: setup debootstrap
 	$(PY) bench/nemesis.py
+
+# An hour of `harness run` under faults, sampling the harness's and the nodes' resident memory (bench/soak.py).
+soak: setup debootstrap
+	$(PY) bench/soak.py
 
 clean:
 	-$(PY) -m harness clean
