@@ -95,12 +95,16 @@ def check_many(
             events = events_loaded.result()
             loaded = time.monotonic()
             consumed = any(s.get("consume_ops") for s in history.stats.values())
-            # Exact, and cheap enough for the screen's path: one window over each consumer's pulls.
-            common = [election_safety(events), *([consumers.skipped_offset(tables)] if consumed else [])]
             found = {}
             if replicas is not None:
                 final_flags = side.submit(screen.final_log_flags, spark, finals)
-                parts = [screen.by_id(tables, consumed=consumed), screen.read_flags(tables), *common]
+                parts = [
+                    screen.by_id(tables, consumed=consumed),
+                    screen.read_flags(tables),
+                    election_safety(events),
+                    # exact, and cheap enough for the screen: one window over each consumer's pulls
+                    *([consumers.skipped_offset(tables)] if consumed else []),
+                ]
                 found = _screen(spark, parts, [final_flags, replicas], witnesses)
             flagged = {hid: _flagged(hid, found, finals) for hid in range(len(dirs))}
             screened = time.monotonic()
