@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -25,19 +26,27 @@ from checkers.blocksums import NOOP_KEY
 from checkers.finallogs import FinalLogs
 from checkers.layout import ResultsDir
 
+if TYPE_CHECKING:
+    from nodes.store.entryscan import StoredEntry
+
 STORE_SCHEMA = "hid long, node string, log_index long, term long, magic int, id string, crc_ok boolean"
+
+
+def _id(e: StoredEntry) -> str | None:
+    """A stored entry's payload id, None for a no-op."""
+    from nodes.payload import payload_id
+    from nodes.store.logstore import MAGIC_NOOP
+
+    return None if e.magic == MAGIC_NOOP else payload_id(e.body)
 
 
 def _store_rows(item: tuple[int, str, str]) -> Iterator[tuple[int, str, int, int, int, str | None, bool]]:
     """Every sound entry of one node's store copy (runs on a Spark worker)."""
-    from nodes.payload import payload_id
-    from nodes.store.logstore import MAGIC_NOOP
     from nodes.store.readfile import read_entries
 
     hid, node, path = item
     for e in read_entries(path):
-        ident = None if e.magic == MAGIC_NOOP else payload_id(e.body)
-        yield hid, node, e.index, e.term, e.magic, ident, e.ok
+        yield hid, node, e.index, e.term, e.magic, _id(e), e.ok
 
 
 def _agrees(item: tuple[int, str, str, str]) -> tuple[int, str, bool]:
@@ -46,8 +55,6 @@ def _agrees(item: tuple[int, str, str, str]) -> tuple[int, str, bool]:
     Both are walked in index order; anything out of that order is reported as a disagreement
     for the exact check to look at.
     """
-    from nodes.payload import payload_id
-    from nodes.store.logstore import MAGIC_NOOP
     from nodes.store.readfile import read_entries
 
     hid, node, store, final = item
@@ -61,8 +68,7 @@ def _agrees(item: tuple[int, str, str, str]) -> tuple[int, str, bool]:
             e = next(stored, None)
             if e is None or record["log_index"] != expected or e.index != expected or not e.ok:
                 return hid, node, False
-            ident = None if e.magic == MAGIC_NOOP else payload_id(e.body)
-            if ident != record.get("id") or record.get("term") not in (None, e.term):
+            if _id(e) != record.get("id") or record.get("term") not in (None, e.term):
                 return hid, node, False
     return hid, node, True
 

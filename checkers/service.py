@@ -76,6 +76,17 @@ def ping(path: Path) -> dict[str, Any] | None:
         return None
 
 
+def serving(path: Path, spark_master: str | None) -> dict[str, Any] | None:
+    """The status of the service at `path` if it answers and runs on `spark_master` (any
+    master when None), else None: the work is then done in this process."""
+    from checkers.spark import master_url
+
+    status = ping(path)
+    if status is None or (spark_master is not None and master_url(spark_master) != status["master"]):
+        return None
+    return status
+
+
 def check_folder(
     results_dir: Path,
     *,
@@ -88,11 +99,10 @@ def check_folder(
     in this process. Returns the verdict and what checked it; raises InputError on bad input.
     """
     from checkers.check import check
-    from checkers.spark import master_url
 
     path = sock or default_socket()
-    status = None if local else ping(path)
-    if status is None or (spark_master is not None and master_url(spark_master) != status["master"]):
+    status = None if local else serving(path, spark_master)
+    if status is None:
         return check(results_dir, spark_master=spark_master, witnesses=witnesses), "this process"
     if status["state"] != "ready":
         print(f"the checker service at {path} is {status['state']}; the check waits for it", file=sys.stderr)
@@ -113,11 +123,10 @@ def preload_folder(results_dir: Path, *, spark_master: str | None, sock: Path | 
     """
     from checkers.layout import ResultsDir
     from checkers.preload import PRELOADED
-    from checkers.spark import master_url, session
+    from checkers.spark import session
 
     path = sock or default_socket()
-    status = ping(path)
-    if status is not None and (spark_master is None or master_url(spark_master) == status["master"]):
+    if serving(path, spark_master) is not None:
         request(path, {"op": "load", "results_dir": str(Path(results_dir).resolve())})
         return f"the checker service at {path}"
     with contextlib.suppress(InputError):
