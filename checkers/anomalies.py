@@ -37,7 +37,11 @@ def anomalies_where(df: DataFrame, cases: list[tuple[Column, Column]]) -> DataFr
     return df.select("hid", F.explode(found).alias("a")).select("hid", "a.check", "a.key", "a.witness")
 
 
-def collect_anomalies(anomalies: DataFrame, witnesses: int) -> dict[int, dict[str, tuple[int, list[Any]]]]:
+# hid -> check -> (count, first witnesses)
+Found = dict[int, dict[str, tuple[int, list[Any]]]]
+
+
+def collect_anomalies(anomalies: DataFrame, witnesses: int) -> Found:
     """hid -> check -> (count, first `witnesses` witnesses), in one Spark job."""
     rank = Window.partitionBy("hid", "check").orderBy("key", "witness")
     ranked = anomalies.withColumn("rn", F.row_number().over(rank))
@@ -47,7 +51,7 @@ def collect_anomalies(anomalies: DataFrame, witnesses: int) -> dict[int, dict[st
         .agg(F.count("*").alias("count"), F.sort_array(F.collect_list(first)).alias("first"))
         .collect()
     )
-    found: dict[int, dict[str, tuple[int, list[Any]]]] = {}
+    found: Found = {}
     for row in rows:
         found.setdefault(row["hid"], {})[row["check"]] = (
             row["count"],

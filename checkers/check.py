@@ -17,12 +17,12 @@ from typing import Any, Protocol
 from pyspark.sql import DataFrame, SparkSession
 
 from checkers import consumers, durability, realtime, screen
-from checkers.anomalies import SUSPECT, collect_anomalies
+from checkers.anomalies import SUSPECT, Found, collect_anomalies
 from checkers.elections import election_safety, load_events
 from checkers.finallogs import FinalLogs, load_final_logs
-from checkers.history import History, load_history
+from checkers.history import load_history
 from checkers.layout import ResultsDir
-from checkers.preload import PRELOADED
+from checkers.preload import PRELOADED, Loaded
 from checkers.replicas import load_stores, replica_disagreement, replica_flags
 from checkers.spark import session, shuffle_partitions_for, sql_conf
 from checkers.tables import Tables
@@ -57,7 +57,7 @@ def check(
     """
     layout = ResultsDir.open(results_dir)
     spark = session(spark_master)
-    result = check_many([layout], spark, witnesses=witnesses, history=PRELOADED.take(layout))[0]
+    result = check_many([layout], spark, witnesses=witnesses, loaded=PRELOADED.take(layout))[0]
     (layout.path / "results.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
 
@@ -68,32 +68,32 @@ def check_many(
     *,
     witnesses: int = DEFAULT_WITNESSES,
     exact: bool = False,
-    history: History | None = None,
+    loaded: Loaded | None = None,
 ) -> list[dict[str, Any]]:
     """Verdicts for many results folders, checked together in the same Spark jobs.
 
     The screen (`screen`) runs first; the exact checks run only when it cannot clear every
     history, or with `exact`. Either way the verdicts are the exact checks' verdicts.
-    `history` is `dirs`' history when it was loaded already (`preload`).
+    `loaded` holds `dirs`' history and final logs when they were loaded already (`preload`).
     """
     started = time.monotonic()
     partitions = shuffle_partitions_for(_input_bytes(dirs), spark.sparkContext.defaultParallelism)
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-    preloaded = history is not None
-    # Small jobs that need no history run beside the others: Spark takes jobs from many threads.
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="check") as side:
+    loaded = loaded or Loaded()
+    # Small jobs run beside the others (Spark takes jobs from many threads): the election
+    # check, and on the screen's path the stores' and the final logs' flags.
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="check") as side:
         replicas = None if exact else side.submit(replica_flags, spark, dirs)
-        events_loaded = side.submit(load_events, spark, dirs)
-        history = history or load_history(spark, dirs)
+        elections = side.submit(_elections, spark, dirs, witnesses)
+        history = loaded.history or load_history(spark, dirs)
         try:
-            finals = load_final_logs(spark, dirs)
+            finals = loaded.finals or load_final_logs(spark, dirs)
         except BaseException:
             history.unpersist()
             raise
         tables = Tables(history, finals)
         try:
-            events = events_loaded.result()
-            loaded = time.monotonic()
+            ready = time.monotonic()
             consumed = any(s.get("consume_ops") for s in history.stats.values())
             found = {}
             if replicas is not None:
@@ -101,30 +101,30 @@ def check_many(
                 parts = [
                     screen.by_id(tables, consumed=consumed),
                     screen.read_flags(tables),
-                    election_safety(events),
                     # exact, and cheap enough for the screen: one window over each consumer's pulls
                     *([consumers.skipped_offset(tables)] if consumed else []),
                 ]
-                found = _screen(spark, parts, [final_flags, replicas], witnesses)
+                found = _merged(_screen(spark, parts, [final_flags, replicas], witnesses), elections.result())
             flagged = {hid: _flagged(hid, found, finals) for hid in range(len(dirs))}
             screened = time.monotonic()
             ran_exact = exact or any(flagged.values())
             if ran_exact:
                 parts = [
                     *[run(tables) for run in EXACT],
-                    election_safety(events),
                     replica_disagreement(load_stores(spark, dirs), finals),
                     *([consumers.checks(tables)] if consumed else []),
                 ]
-                found = collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses)
+                found = _merged(collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses),
+                                elections.result())
         finally:
             tables.unpersist()
     timing = {
-        "load_s": round(loaded - started, 3),
-        "screen_s": round(screened - loaded, 3),
-        "check_s": round(time.monotonic() - loaded, 3),
+        "load_s": round(ready - started, 3),
+        "screen_s": round(screened - ready, 3),
+        "check_s": round(time.monotonic() - ready, 3),
         "exact_checks": ran_exact,
-        "history_preloaded": preloaded,
+        "history_preloaded": loaded.history is not None,
+        "final_logs_preloaded": loaded.finals is not None,
         "spark_master": spark.sparkContext.master,
     }
     results = []
@@ -147,7 +147,7 @@ def check_many(
 
 def _screen(
     spark: SparkSession, parts: list[DataFrame], flags: list[Future[dict[int, set[str]]]], witnesses: int
-) -> dict[int, dict[str, tuple[int, list[Any]]]]:
+) -> Found:
     """The screen's findings: the exact ones among `parts` (elections, recovered appends, ...),
     and `~<check>` for its suspect rows and for each hid -> checks of `flags` (jobs run beside)."""
     # Its grouping is by id, nearly one row per group: aggregating before the shuffle
@@ -160,7 +160,17 @@ def _screen(
     return found
 
 
-def _flagged(hid: int, found: dict[int, dict[str, tuple[int, list[Any]]]], finals: FinalLogs) -> list[str]:
+def _elections(spark: SparkSession, dirs: list[ResultsDir], witnesses: int) -> Found:
+    """The election-safety findings (exact on either path)."""
+    return collect_anomalies(election_safety(load_events(spark, dirs)), witnesses)
+
+
+def _merged(found: Found, more: Found) -> Found:
+    """`found` with `more`'s checks added to each history's."""
+    return {hid: {**found.get(hid, {}), **more.get(hid, {})} for hid in found.keys() | more.keys()}
+
+
+def _flagged(hid: int, found: Found, finals: FinalLogs) -> list[str]:
     """What the screen left for the exact checks to decide in history `hid` (empty: cleared).
 
     Without final logs the screen cannot place reads' ids in the log, so it never clears.

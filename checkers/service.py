@@ -9,9 +9,9 @@ synthetic histories (`checkers.synth`) as it starts. `python -m checkers check` 
 Protocol: a Unix socket (`--socket`, `$CHECKER_SOCKET`, else one per user in the temp
 folder), one JSON request line and one JSON reply line per connection:
 `{"op": "ping"}`, `{"op": "check", "results_dir": ..., "witnesses": N}`, `{"op": "stop"}`, and
-`{"op": "load", "results_dir": ...}`, which loads the folder's history ahead of its check
-(`checkers.preload`). Replies carry `ok`; a failed check says why (`error`) and the exit
-code it means (`exit`).
+`{"op": "load", "results_dir": ..., "part": "history" | "finals"}`, which loads the folder's
+history or final logs ahead of its check (`checkers.preload`). Replies carry `ok`; a failed
+check says why (`error`) and the exit code it means (`exit`).
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ PING_TIMEOUT_S = 5.0
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from checkers.preload import Part
 
 
 class ServiceError(RuntimeError):
@@ -116,10 +118,12 @@ def check_folder(
     raise ServiceError(f"the checker service at {path}: {reply['error']}")
 
 
-def preload_folder(results_dir: Path, *, spark_master: str | None, sock: Path | None = None) -> str:
-    """Load `results_dir`'s history ahead of its check (see `check_folder` for where); returns where.
-
-    A history that cannot be loaded is left for the check to report.
+def preload_folder(
+    results_dir: Path, part: Part = "history", *, spark_master: str | None, sock: Path | None = None
+) -> str:
+    """Load `results_dir`'s `part` (history or final logs) ahead of its check (see
+    `check_folder` for where); returns where. Files that cannot be loaded are left for the
+    check to report.
     """
     from checkers.layout import ResultsDir
     from checkers.preload import PRELOADED
@@ -127,10 +131,10 @@ def preload_folder(results_dir: Path, *, spark_master: str | None, sock: Path | 
 
     path = sock or default_socket()
     if serving(path, spark_master) is not None:
-        request(path, {"op": "load", "results_dir": str(Path(results_dir).resolve())})
+        request(path, {"op": "load", "results_dir": str(Path(results_dir).resolve()), "part": part})
         return f"the checker service at {path}"
     with contextlib.suppress(InputError):
-        PRELOADED.load(session(spark_master), ResultsDir.open(results_dir))
+        PRELOADED.load(session(spark_master), ResultsDir.open(results_dir), part)
     return "this process"
 
 
@@ -209,10 +213,15 @@ class Service:
             expected = "expected op ping, check, load or stop"
             return _failure(EXIT_BAD_ARGS, f"bad request {str(req)[:200]!r}: {expected}")
         if op == "load":
-            return self._load(Path(req["results_dir"]))
+            from checkers.preload import PARTS
+
+            part = req.get("part", "history")
+            if part not in PARTS:
+                return _failure(EXIT_BAD_ARGS, f"bad part {part!r}: expected one of {', '.join(PARTS)}")
+            return self._load(Path(req["results_dir"]), part)
         return self._check(Path(req["results_dir"]), req.get("witnesses"))
 
-    def _load(self, results_dir: Path) -> dict[str, Any]:
+    def _load(self, results_dir: Path, part: Part) -> dict[str, Any]:
         from checkers.check import internal_error
         from checkers.layout import ResultsDir
         from checkers.preload import PRELOADED
@@ -221,7 +230,7 @@ class Service:
             if self.spark is None:
                 return _failure(EXIT_INTERNAL, f"no Spark: {self.failure}")
             try:
-                PRELOADED.load(self.spark, ResultsDir.open(results_dir))
+                PRELOADED.load(self.spark, ResultsDir.open(results_dir), part)
             except InputError as e:
                 return _failure(EXIT_BAD_ARGS, str(e))
             except Exception as e:  # the check will meet it again and report it

@@ -108,8 +108,10 @@ def _longest_gap(times: list[float], start: float, end: float) -> float:
     return max(b - a for a, b in itertools.pairwise([start, *inside, end]))
 
 
-def read_history(lines: Iterable[dict[str, Any]], vocabulary: dict[str, dict[str, Any]]
-                 ) -> tuple[Outcomes, list[dict[str, Any]]]:
+HistoryRead = tuple[Outcomes, list[dict[str, Any]]]
+
+
+def read_history(lines: Iterable[dict[str, Any]], vocabulary: dict[str, dict[str, Any]]) -> HistoryRead:
     """Client outcomes, and each fault as {family, start, end, value, error} (times in s)."""
     starts = {v["start"]: name for name, v in vocabulary.items()}
     stops = {v["stop"]: name for name, v in vocabulary.items() if v.get("stop")}
@@ -155,7 +157,12 @@ def read_history(lines: Iterable[dict[str, Any]], vocabulary: dict[str, dict[str
 def fault_log(history: Iterable[dict[str, Any]], vocabulary: dict[str, dict[str, Any]],
               events: Iterable[dict[str, Any]], wall_start_ns: int) -> dict[str, Any]:
     """`{"faults": [one record per fault], "leader_changes": n, "elections": n}` for test.json."""
-    outcomes, faults = read_history(history, vocabulary)
+    return _fault_log(read_history(history, vocabulary), vocabulary, events, wall_start_ns)
+
+
+def _fault_log(read: HistoryRead, vocabulary: dict[str, dict[str, Any]],
+               events: Iterable[dict[str, Any]], wall_start_ns: int) -> dict[str, Any]:
+    outcomes, faults = read
     elections = Elections.from_events(events, wall_start_ns)
     records = []
     for fault in faults:
@@ -195,16 +202,24 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-def run_fault_log(run_dir: Path, vocabulary: dict[str, dict[str, Any]], wall_start_ns: int) -> dict[str, Any]:
-    """The fault log of a results folder: history.jsonl streamed, nodes/*/events.jsonl read.
+def read_history_file(run_dir: Path, vocabulary: dict[str, dict[str, Any]]) -> HistoryRead:
+    """`read_history` of the folder's history.jsonl, streamed (a run reads it while it ends).
 
     ValueError (checkers.jsonlines.InputError) names a malformed line (a torn last line is skipped).
     """
-    from checkers.jsonlines import event_line_problem, history_line_problem, records
+    from checkers.jsonlines import history_line_problem, records
+
+    return read_history(records(run_dir / "history.jsonl", history_line_problem), vocabulary)
+
+
+def run_fault_log(run_dir: Path, vocabulary: dict[str, dict[str, Any]], wall_start_ns: int,
+                  read: HistoryRead | None = None) -> dict[str, Any]:
+    """The fault log of a results folder: nodes/*/events.jsonl streamed, with `read` (the
+    history's `read_history_file`, read now when None). ValueError names a malformed line."""
+    from checkers.jsonlines import event_line_problem, records
 
     paths = sorted(run_dir.glob("nodes/*/events.jsonl"))
-    # Both streamed: a node's events.jsonl holds a line per commit-index step (2 million
-    # lines for an hour's run of 3 nodes, 1.9 GB held as a list).
+    # Streamed: a node's events.jsonl holds a line per commit-index step (2 million lines
+    # for an hour's run of 3 nodes, 1.9 GB held as a list).
     events = (e for path in paths for e in records(path, event_line_problem))
-    history = records(run_dir / "history.jsonl", history_line_problem)
-    return fault_log(history, vocabulary, events, wall_start_ns)
+    return _fault_log(read or read_history_file(run_dir, vocabulary), vocabulary, events, wall_start_ns)

@@ -13,19 +13,21 @@ from __future__ import annotations
 
 import argparse
 import logging
+import queue
 import random
 import signal
 import sys
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import flags
 from harness.cluster import connect
 from harness.consumers import HaPuller, Puller, RaftPuller, start_consumers
 from harness.errors import HarnessError, HostsRefused, SshRefused
-from harness.faultlog import run_fault_log
+from harness.faultlog import HistoryRead, read_history_file, run_fault_log
 from harness.final import read_final_logs, wait_for_catch_up
 from harness.generator import Mix, Slotted, nemesis_schedule
 from harness.history import History
@@ -38,6 +40,9 @@ from harness.workload import WorkloadState, start_workers
 from nemesis import catalogue
 from nodes.client import Client
 from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_UNKNOWN, UsageError
+
+if TYPE_CHECKING:
+    from checkers.preload import Part
 
 log = logging.getLogger("harness")
 REPO = Path(__file__).resolve().parent.parent
@@ -151,7 +156,8 @@ def run_test(args: argparse.Namespace, faults: list[str], name: str, seed: int) 
             test["duration_s"] = round(time.monotonic() - started, 3)
             if "history_wall_ns" in test:
                 try:
-                    test["fault_log"] = run_fault_log(run_dir, test["faults"], test["history_wall_ns"])
+                    read = run.history_read.result() if run.history_read else None
+                    test["fault_log"] = run_fault_log(run_dir, test["faults"], test["history_wall_ns"], read)
                 except (OSError, ValueError, KeyError) as e:
                     log.exception("fault log")
                     test["fault_log_error"] = str(e)
@@ -166,10 +172,8 @@ def run_test(args: argparse.Namespace, faults: list[str], name: str, seed: int) 
     return outcome, run_dir
 
 
-def check_run(
-    args: argparse.Namespace, run_dir: Path, preload: threading.Thread | None = None
-) -> dict[str, Any]:
-    """Check the run with the Spark checker (once `preload` has loaded its history) and print the verdict."""
+def check_run(args: argparse.Namespace, run_dir: Path, preload: Preload | None = None) -> dict[str, Any]:
+    """Check the run with the Spark checker (once `preload` is done) and print the verdict."""
     from checkers.service import check_folder
     from checkers.verdict import table
 
@@ -191,21 +195,36 @@ def report(run_dir: Path, result: dict[str, Any]) -> int:
     return exit_code(result["valid"])
 
 
-def preload_history(run_dir: Path, spark_master: str | None) -> threading.Thread:
-    """Start loading the run's finished history for its check, in the background (`checkers.preload`)."""
-    from checkers.service import preload_folder
+class Preload:
+    """Loads a run's history and final logs for its check in the background (`checkers.preload`),
+    each once the run says it is written (`ready`)."""
 
-    def load() -> None:
-        try:
-            where = preload_folder(run_dir, spark_master=spark_master)
-        except Exception:  # the check meets the same trouble and reports it
-            log.exception("loading the history ahead of the check")
-        else:
-            log.info("history loaded for the check in %s", where)
+    def __init__(self, run_dir: Path, spark_master: str | None) -> None:
+        self.run_dir = run_dir
+        self.spark_master = spark_master
+        self._parts: queue.SimpleQueue[Part | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._load, name="check-preload", daemon=True)
+        self._thread.start()
 
-    thread = threading.Thread(target=load, name="history-preload", daemon=True)
-    thread.start()
-    return thread
+    def ready(self, part: Part) -> None:
+        """`part` is written: load it (after the parts before it)."""
+        self._parts.put(part)
+
+    def join(self) -> None:
+        """Wait for the parts said ready to be loaded."""
+        self._parts.put(None)
+        self._thread.join()
+
+    def _load(self) -> None:
+        from checkers.service import preload_folder
+
+        while (part := self._parts.get()) is not None:
+            try:
+                where = preload_folder(self.run_dir, part, spark_master=self.spark_master)
+            except Exception:  # the check meets the same trouble and reports it
+                log.exception("loading the %s ahead of the check", part)
+            else:
+                log.info("%s loaded for the check in %s", part, where)
 
 
 class TestRun:
@@ -220,7 +239,8 @@ class TestRun:
         self.run_dir = run_dir
         self.test = test
         self.db: RunDb | None = None
-        self.preload: threading.Thread | None = None
+        self.preload: Preload | None = None
+        self.history_read: Future[HistoryRead] | None = None  # the fault log's pass over the history
 
     def phase(self, name: str, since: float) -> None:
         self.test["phases"][name] = round(time.monotonic() - since, 3)
@@ -230,7 +250,8 @@ class TestRun:
     def execute(self) -> None:
         """Setup, workload, heal, final reads, collect; `teardown` removes the cluster after.
 
-        Once the workload is done the history's loading for the check starts in the background.
+        Once the workload is done the history's loading for the check, and the fault log's pass
+        over it, start in the background; the final logs' loading once the final reads are done.
         """
         args = self.args
         serve_args = [
@@ -257,7 +278,11 @@ class TestRun:
             with History(self.run_dir / "history.jsonl") as history:
                 self.test["history_wall_ns"] = history.start_wall_ns
                 self.workload(db, history)
-            self.preload = preload_history(self.run_dir, args.spark_master)
+            self.preload = Preload(self.run_dir, args.spark_master)
+            self.preload.ready("history")
+            reader = ThreadPoolExecutor(1, thread_name_prefix="fault-log")
+            self.history_read = reader.submit(read_history_file, self.run_dir, self.test["faults"])
+            reader.shutdown(wait=False)
             t = time.monotonic()
             with Client(db.network_peers(), timeout=args.op_timeout) as client:
                 catch_up = wait_for_catch_up(client, db.names, args.catch_up_timeout)
@@ -270,6 +295,7 @@ class TestRun:
                 self.phase("catch-up", t)
                 t = time.monotonic()
                 self.test["final_logs"] = read_final_logs(client, db.names, self.run_dir / "final")
+            self.preload.ready("finals")
             self.phase("final-reads", t)
         finally:
             t = time.monotonic()

@@ -21,6 +21,7 @@ import contextlib
 import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness.cluster import NODE_PORT
@@ -177,14 +178,20 @@ class SshNodes(ABC):
 
     def collect(self, results_dir: Path) -> dict[str, list[Path]]:
         """Copy each node's data dir and log dir (node.log, events.jsonl, store files) to
-        results_dir/nodes/<node>/."""
+        results_dir/nodes/<node>/, from every node at once."""
+
+        def one(name: str) -> list[Path]:
+            local = results_dir / "nodes" / name
+            return [path for folder in dict.fromkeys((self.log_dir, self.data_dir))
+                    for path in self.ssh(name).download_tree(folder, local)]
+
+        with ThreadPoolExecutor(max(1, len(self.names)), thread_name_prefix="collect") as pool:
+            copying = {name: pool.submit(one, name) for name in self.names}
         copied: dict[str, list[Path]] = {}
         failures: list[str] = []
-        for name in self.names:
+        for name, copy in copying.items():
             try:
-                local = results_dir / "nodes" / name
-                copied[name] = [path for folder in dict.fromkeys((self.log_dir, self.data_dir))
-                                for path in self.ssh(name).download_tree(folder, local)]
+                copied[name] = copy.result()
             except (OSError, HarnessError) as e:
                 failures.append(f"{name}: {e}")
         if failures:

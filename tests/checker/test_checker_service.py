@@ -50,15 +50,19 @@ def test_service_verdicts_are_local_modes(service, checked, tmp_path, name):
 
 
 def test_harness_checks_a_run_through_the_service(service, checked, tmp_path, monkeypatch, capsys):
-    from harness.run import check_run, preload_history, report
+    from harness.run import Preload, check_run, report
 
     sock, _, _ = service
     monkeypatch.setenv("CHECKER_SOCKET", str(sock))
     before = ping(sock)["checks"]
     folder = shutil.copytree(checked["inject-hole"][0].path, tmp_path / "run")
     args = argparse.Namespace(spark_master=None, witnesses=10)
-    result = check_run(args, folder, preload_history(folder, None))
+    preload = Preload(folder, None)
+    preload.ready("history")
+    preload.ready("finals")
+    result = check_run(args, folder, preload)
     assert result["stats"]["history_preloaded"], "the service loaded the history before the check"
+    assert result["stats"]["final_logs_preloaded"], "and the final logs"
     assert report(folder, result) == exit_code(checked["inject-hole"][1]["valid"])
     assert _counts(result) == _counts(checked["inject-hole"][1])
     out = capsys.readouterr()
@@ -67,17 +71,28 @@ def test_harness_checks_a_run_through_the_service(service, checked, tmp_path, mo
     assert ping(sock)["checks"] == before + 1
 
 
-def test_a_history_loaded_ahead_is_used_only_while_its_file_is_unchanged(spark, checked, tmp_path):
+def test_what_was_loaded_ahead_is_used_only_while_its_files_are_unchanged(spark, checked, tmp_path):
     from checkers.check import check
     from checkers.layout import ResultsDir
     from checkers.preload import PRELOADED
 
     folder = shutil.copytree(checked["inject-hole"][0].path, tmp_path / "run")
-    PRELOADED.load(spark, ResultsDir.open(folder))
-    first = check(folder)
-    assert first["stats"]["history_preloaded"]
-    assert _counts(first) == _counts(checked["inject-hole"][1])
-    assert not check(folder)["stats"]["history_preloaded"], "a loaded history serves one check"
+    for part in ("history", "finals"):
+        PRELOADED.load(spark, ResultsDir.open(folder), part)
+    first = check(folder)["stats"]
+    assert first["history_preloaded"] and first["final_logs_preloaded"]
+    again = check(folder)
+    assert not again["stats"]["history_preloaded"] and not again["stats"]["final_logs_preloaded"], (
+        "what was loaded serves one check"
+    )
+    assert _counts(again) == _counts(checked["inject-hole"][1])
+    for part in ("history", "finals"):
+        PRELOADED.load(spark, ResultsDir.open(folder), part)
+    final_log = sorted((folder / "final").glob("*.jsonl"))[0]
+    final_log.write_bytes(final_log.read_bytes())  # rewritten after the load: read again
+    changed = check(folder)
+    assert changed["stats"]["history_preloaded"] and not changed["stats"]["final_logs_preloaded"]
+    assert _counts(changed) == _counts(checked["inject-hole"][1])
     PRELOADED.load(spark, ResultsDir.open(folder))
     with (folder / "history.jsonl").open("a") as f:
         f.write("\n")  # the file changed after the load: the check reads it again
@@ -104,6 +119,8 @@ def test_bad_input_is_reported_and_the_service_keeps_serving(service, checked, t
         reply = json.loads(raw.makefile().readline())
     assert reply["ok"] is False and reply["exit"] == 254
     assert request(sock, {"op": "check", "results_dir": str(tmp_path / "absent")})["exit"] == 254
+    wrong_part = request(sock, {"op": "load", "results_dir": str(folder), "part": "stores"})
+    assert wrong_part["exit"] == 254 and "history, finals" in wrong_part["error"]
     status = ping(sock)
     assert status["state"] == "ready" and status["checks"] == before
 
