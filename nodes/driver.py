@@ -26,7 +26,7 @@ from nodes.core import Ready
 from nodes.coverage import hit
 from nodes.logic import NodeLogic
 from nodes.logview import Append, StoreWrite
-from nodes.messages import ClientResponse, PeerMessage, ResponseCode
+from nodes.messages import AppendResponse, ClientResponse, PeerMessage, ResponseCode
 from nodes.store.fs import REAL_FS, FileSystem
 from nodes.store.logstore import LogStore
 from nodes.store.termfile import TermState, save_checkpoint, save_term
@@ -92,6 +92,15 @@ class Driver:
             return None
         hit("disk-full")
         return ResponseCode.DISK_FULL
+
+    def client_append(self, token: int, bodies: Sequence[bytes], now: float) -> None:
+        """A client's append: refused at once (`append_refusal`), else handed to the core."""
+        refusal = self.append_refusal()
+        if refusal is None:
+            self.core.client_append(token, bodies, now)
+            return
+        core = self.core
+        self.host.complete(token, AppendResponse(refusal, core.term, -1, -1, core.leader))
 
     def drive(self) -> Ready:
         """Take the core's outputs and carry them out; return them."""

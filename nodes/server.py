@@ -468,11 +468,7 @@ class NodeServer:
             token = self._token(self._batch)
             bodies = self._batch_bodies
             self._batch, self._batch_bodies = [], []
-            refusal = self.driver.append_refusal()
-            if refusal is not None:
-                self.complete(token, m.AppendResponse(refusal, self.logic.term, -1, -1, self.logic.leader))
-            else:
-                self.logic.client_append(token, bodies, self.clock.now_ms())
+            self.driver.client_append(token, bodies, self.clock.now_ms())
         self.driver.drive()
 
     # ---- the driver's host -------------------------------------------------------------

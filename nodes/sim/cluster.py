@@ -41,10 +41,11 @@ from nodes.messages import (
 )
 from nodes.replication import SafetyError
 from nodes.sim.clock import SkewedClock
-from nodes.sim.disk import DIRECTORY, UNCHANGED, SimDisk
+from nodes.sim.disk import DIRECTORY, UNCHANGED, SimDisk, disk_capacity
 from nodes.sim.faults import FAULTS, Undo, start_fault
 from nodes.sim.invariants import Deadlines, Invariants, Violation, check_log_matching
 from nodes.sim.network import Network
+from nodes.sim.simfs import NoSpace
 from nodes.sim.trace import Trace
 from nodes.store.logstore import Entry, StoreError
 from nodes.timing import timing_profile
@@ -84,6 +85,7 @@ class SimConfig:
     fsync_ms: float = 2.0
     async_flush_ms: float = 10.0
     liveness_ms: float | None = None  # None: 20 s, or 30 leader-loss timeouts if longer
+    small_disks: float = 0.3  # share of the runs with small disks (about 1 in 11 of those fills up)
     fault_gap_ms: tuple[float, float] = (50.0, 600.0)
     fault_length_ms: tuple[float, float] = (100.0, 1500.0)
 
@@ -165,7 +167,9 @@ class Simulation:
         self._liveness_ms = config.liveness_ms or max(20000.0, 30 * self.core_config.timing.leader_lost_ms)
         self.clocks = {n: SkewedClock(0.0, rng.uniform(0.0, 1e6), 1.0) for n in self.names}
         data_segment, index_segment = rng.choice(SEGMENT_SIZES)
-        self.disks = {n: SimDisk(data_segment, index_segment) for n in self.names}
+        capacity = disk_capacity(config.seed, config.small_disks, data_segment, index_segment,
+                                 len(f"c{config.clients}-{config.steps}") + self._padding)
+        self.disks = {n: SimDisk(data_segment, index_segment, capacity) for n in self.names}
         self.cores: dict[str, Core | None] = dict.fromkeys(self.names)
         self.drivers: dict[str, Driver | None] = dict.fromkeys(self.names)
         self.incarnation = dict.fromkeys(self.names, 0)
@@ -217,6 +221,8 @@ class Simulation:
             return self._result(Violation("committed entry lost", str(exc)))
         except StoreError as exc:
             return self._result(Violation("store refused", str(exc)))
+        except NoSpace as exc:  # the DISK_FULL refusals should have kept the disk from filling
+            return self._result(Violation("disk overflow", str(exc)))
         except Exception:  # a crash of the core is a finding too: report it with the trace
             return self._result(Violation("exception", traceback.format_exc()))
         return self._result(None)
@@ -334,6 +340,7 @@ class Simulation:
         self._drain(node)
         driver = self.drivers[node]
         assert driver is not None
+        self.disks[node].check_space(self._local(node))
         driver.tick(self._local(node))
         self._schedule(self.config.tick_ms, TICK, node, incarnation)
 
@@ -448,7 +455,9 @@ class Simulation:
             self._ops[rid] = _Op(client, "append", node, body)
             self.trace.add(self.now, self.step, node, f"client {client} append {name} rid {rid}")
             self._answer_by(rid, self.core_config.timing.append_timeout_ms)
-            core.client_append(rid, [body], local)
+            driver = self.drivers[node]
+            assert driver is not None
+            driver.client_append(rid, [body], local)  # refused with DISK_FULL, as the server does
         else:
             modes = [
                 ReadMode.READ_INDEX,

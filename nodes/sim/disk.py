@@ -6,6 +6,15 @@ the filesystem underneath is simulated (`nodes.sim.simfs`), so a power loss lose
 reorders or tears what was not fsynced, as a real page cache can, and the store's
 recovery has to cope. Segment sizes are small and drawn per run, so writes cross files.
 
+The disk's size is drawn per run too (`disk_capacity`): in some runs it is small enough
+for the log to fill it. The store applies DLedger's retention check on every tick
+(`check_space`): above 90 % it flags the disk full and the driver refuses client appends
+with DISK_FULL, which keeps the disk from filling up (a write past the capacity raises
+`NoSpace`, which the simulator reports). Files never expire within a run (DLedger keeps
+them 72 h) and force clean is off (DLedger's `enableDiskForceClean`): no log is cut from
+the front, which replication could not repair (a follower behind the leader's first
+entry would never catch up), so a full disk stays full.
+
 Beside the store the disk keeps `log`, what the store holds as the simulator last saw it
 (kept up to date from the writes the driver carried out, and read back from the store
 after a restart), and `changed_from`, the lowest index changed since the invariants last
@@ -14,25 +23,51 @@ looked, so log matching is checked on every change from there on only.
 
 from __future__ import annotations
 
+import math
 import random
 import sys
 from pathlib import Path
 
 from nodes.logview import Append, StoreWrite
 from nodes.sim.simfs import LossMode, SimFileSystem
+from nodes.store.entrycodec import HEADER_SIZE, INDEX_SIZE
 from nodes.store.logstore import Entry
 from nodes.store.mmapstore import MmapStore
+from nodes.store.retention import RetentionPolicy
 from nodes.store.termfile import TermState, load_checkpoint, load_term
 
 UNCHANGED = sys.maxsize
 DIRECTORY = Path("/data")
+ROOMY = 1 << 30  # bytes: a disk no run fills
+RETENTION = RetentionPolicy(reserved_s=math.inf, force_clean=False, check_interval_s=None)
+BURST = 6  # client appends a leader may take between two checks (the most seen in 150 seeds)
+
+
+def disk_capacity(seed: int, small_share: float, data_segment_size: int, index_segment_size: int,
+                  body_bytes: int) -> int:
+    """The size of every disk of run `seed`: small in `small_share` of the runs, else ROOMY.
+
+    A small disk keeps, above the disk-full ratio, 1-2 times room for what a node may write
+    between two checks: a new data and index file, and a BURST of entries of `body_bytes`
+    (each with its share of the files it fills), as a real disk's headroom dwarfs what one
+    check interval writes. Drawn from a generator of its own, so that the run's other draws
+    stay as they were."""
+    rng = random.Random(f"disk-{seed}")
+    if rng.random() >= small_share:
+        return ROOMY
+    per_file = data_segment_size // (HEADER_SIZE + body_bytes)
+    entry = data_segment_size / per_file + INDEX_SIZE
+    room = data_segment_size + index_segment_size + BURST * entry
+    return int(rng.uniform(1.0, 2.0) * room / (1 - RETENTION.disk_full_ratio))
 
 
 class SimDisk:
     """One node's simulated filesystem, its store while the node runs, and the log it holds."""
 
-    def __init__(self, data_segment_size: int, index_segment_size: int) -> None:
-        self.fs = SimFileSystem()
+    def __init__(self, data_segment_size: int, index_segment_size: int, capacity: int = ROOMY) -> None:
+        self.fs = SimFileSystem(capacity)
+        self.retention = RETENTION if capacity < ROOMY else None  # a roomy disk needs no check
+        self._checked = -1  # the disk's use at the last check
         self.data_segment_size = data_segment_size
         self.index_segment_size = index_segment_size
         self.store: MmapStore | None = None
@@ -47,6 +82,7 @@ class SimDisk:
             data_segment_size=self.data_segment_size,
             index_segment_size=self.index_segment_size,
             flush_interval_ms=None,
+            retention=self.retention,
             stable_index=load_checkpoint(DIRECTORY, fs=fs),
             fs=fs,
         )
@@ -68,6 +104,16 @@ class SimDisk:
                 log.extend(write.entries)
             else:
                 del log[write.after + 1 :]
+
+    def check_space(self, now_ms: float) -> None:
+        """The store's retention check (the server's store runs it every `check_interval_s`,
+        the simulator on every tick), skipped while the disk's use is what it last checked:
+        as nothing expires within a run, the check would find what it found then."""
+        used = self.fs.used()
+        if self.store is not None and self.retention is not None and used != self._checked:
+            self._checked = used
+            removed = self.store.clean(now_ms / 1000)
+            assert not removed, f"retention deleted {removed}: `log` assumes that it never does"
 
     def dirty(self) -> bool:
         """The store holds entries that are not durable yet."""

@@ -11,7 +11,10 @@
   (read-after-read order), and only committed entries; `committed` and `follower` reads
   return only committed entries (they may be stale);
 * answers in time (`Deadlines`): a node answers every client request within its own
-  timeout for it, unless it crashes first.
+  timeout for it, unless it crashes first;
+* disk space: no node has to write more than its disk holds (the DISK_FULL refusals keep
+  client appends off a full disk); the simulated disk raises `NoSpace` on such a write and
+  the simulator reports a `disk overflow`.
 """
 
 from __future__ import annotations

@@ -21,13 +21,17 @@ a real disk).
   of the dirty pages (write-back keeps no order), and at most one more page that was being
   written: only a prefix of its 512-byte sectors made it.
 
+Space: a file takes its whole size from the moment it has it (no sparse files), so
+growing one past the disk's `capacity` raises `NoSpace` (ENOSPC), as `fallocate` would.
+
 Simplifications: a file is mapped once at a time; a removed file that is still mapped
-takes no space; `capacity` only sets `disk_use_ratio` (no ENOSPC). Deterministic: all
-randomness comes from the `random.Random` given to `power_loss`.
+takes no space. Deterministic: all randomness comes from the `random.Random` given to
+`power_loss`.
 """
 
 from __future__ import annotations
 
+import errno
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -39,6 +43,14 @@ PAGE = 4096
 SECTOR = 512
 LossMode = Literal["lose-unsynced", "reorder-tear"]
 LOSS_MODES: tuple[LossMode, ...] = ("lose-unsynced", "reorder-tear")
+
+
+class NoSpace(OSError):
+    """ENOSPC: a file had to grow past what the simulated disk holds."""
+
+    def __init__(self, path: Path, need: int, used: int, capacity: int) -> None:
+        super().__init__(errno.ENOSPC, f"no space left for {need} more bytes of {path}: "
+                                       f"{used} of {capacity} bytes used")
 
 
 @dataclass
@@ -165,6 +177,7 @@ class SimFileSystem:
         self.mapped: dict[int, SimMap] = {}  # open mappings by id
         self._dirs: dict[Path, _Dir] = {}
         self._journal: list[_Op] = []
+        self._used = 0  # bytes the named files take
 
     # -- FileSystem -------------------------------------------------------------------------
 
@@ -177,9 +190,9 @@ class SimFileSystem:
         if inode.handle is not None:
             raise RuntimeError(f"{path} is mapped already (the simulated disk maps a file once at a time)")
         if truncate and inode.data:
-            self._set_size(inode, 0)
+            self._set_size(path, inode, 0)
         if len(inode.data) != size:
-            self._set_size(inode, size)
+            self._set_size(path, inode, size)
         return SimMap(self, inode)
 
     def list_dir(self, path: Path) -> dict[str, int]:
@@ -187,7 +200,9 @@ class SimFileSystem:
 
     def remove(self, path: Path) -> None:
         directory = self._dir(path.parent)
-        if directory.entries.pop(path.name, None) is not None:
+        inode = directory.entries.pop(path.name, None)
+        if inode is not None:
+            self._used -= len(inode.data)
             self._journal.append(_Op(path.parent, None, partial(directory.durable.pop, path.name, None)))
 
     def fsync_dir(self, path: Path) -> None:
@@ -198,7 +213,7 @@ class SimFileSystem:
         inode = self._inode(path, create=True)
         if inode.handle is not None:
             raise RuntimeError(f"{path} is mapped: write it through its mapping")
-        self._set_size(inode, len(data))
+        self._set_size(path, inode, len(data))
         inode.data[:] = data
         self.sync_pages(inode, 0, len(data))
 
@@ -209,6 +224,9 @@ class SimFileSystem:
         inode = directory.entries.pop(src.name, None)
         if inode is None:
             raise FileNotFoundError(src)
+        replaced = directory.entries.get(dst.name)
+        if replaced is not None:
+            self._used -= len(replaced.data)
         directory.entries[dst.name] = inode
         self._journal.append(
             _Op(src.parent, inode, partial(_rename_durable, directory.durable, src.name, dst.name, inode)))
@@ -220,8 +238,11 @@ class SimFileSystem:
         return self._inode(path).mtime
 
     def disk_use_ratio(self, path: Path) -> float:
-        sizes = {id(inode): len(inode.data) for d in self._dirs.values() for inode in d.entries.values()}
-        return sum(sizes.values()) / self.capacity
+        return self._used / self.capacity
+
+    def used(self) -> int:
+        """Bytes the files take (a file has one name: renames stay within a directory)."""
+        return self._used
 
     # -- faults -----------------------------------------------------------------------------
 
@@ -250,6 +271,7 @@ class SimFileSystem:
         report.pages_dropped = len(dirty)
         for inode in inodes.values():
             inode.data = bytearray(inode.durable)
+        self._used = sum(len(inode.data) for inode in inodes.values())
         self.losses.add(report)
         return report
 
@@ -297,7 +319,12 @@ class SimFileSystem:
                 _Op(path.parent, inode, partial(directory.durable.__setitem__, path.name, inode)))
         return inode
 
-    def _set_size(self, inode: _Inode, size: int) -> None:
+    def _set_size(self, path: Path, inode: _Inode, size: int) -> None:
+        """Resize `path`'s cached content (journaled); NoSpace if the disk cannot hold it."""
+        grow = size - len(inode.data)
+        if grow > 0 and self._used + grow > self.capacity:
+            raise NoSpace(path, grow, self._used, self.capacity)
+        self._used += grow
         _resize(inode.data, size)
         inode.mtime = self.clock()
         self._journal.append(_Op(None, inode, partial(_resize, inode.durable, size)))

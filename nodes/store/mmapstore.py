@@ -492,10 +492,11 @@ class MmapStore:
     # -- retention --------------------------------------------------------------------------
 
     def clean(self, now: float | None = None) -> list[str]:
-        """Apply the retention policy: delete expired data files, and older ones while the
-        disk is above the force-clean ratio, never the file holding the committed index or
-        later ones; set `disk_full`. Returns the deleted file names. Blocks (it waits for a
-        running flush, so that deleted files are unmapped and their space freed at once)."""
+        """Apply the retention policy: delete expired data files, and (with `force_clean`)
+        older ones while the disk is above the force-clean ratio, never the file holding the
+        committed index or later ones; set `disk_full`. Returns the deleted file names. Blocks
+        (it waits for a running flush, so that deleted files are unmapped and their space
+        freed at once)."""
         policy = self._retention
         if policy is None:
             return []
@@ -509,7 +510,7 @@ class MmapStore:
             mtimes = [self._fs.modified_time(seg.path) for seg in deletable]
             removed += self._drop_oldest(policy.expired(mtimes, now))
             ratio = usage(self.directory)
-            while ratio > policy.force_clean_ratio and self._deletable():
+            while policy.force_clean and ratio > policy.force_clean_ratio and self._deletable():
                 removed += self._drop_oldest(1)
                 ratio = usage(self.directory)
             self._disk_full = ratio > policy.disk_full_ratio

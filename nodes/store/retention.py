@@ -1,8 +1,9 @@
 """Retention: which old data files to delete, and when to refuse appends (DISK_FULL).
 
 DLedger deletes whole data files older than `fileReservedHours` (72 h) and, when the disk
-fills, older files regardless of age; above `diskFullRatio` (90 %) it rejects appends. A
-file is deletable only if it lies entirely before the segment holding the committed index.
+fills (and `enableDiskForceClean` is on), older files regardless of age; above
+`diskFullRatio` (90 %) it rejects appends. A file is deletable only if it lies entirely
+before the segment holding the committed index.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from pathlib import Path
 class RetentionPolicy:
     """When to delete old data files and when to reject appends.
 
-    `disk_usage` measures the used fraction of the store's file system (None: the store's
-    `FileSystem.disk_use_ratio`; injectable for tests); `check_interval_s` is how often the
-    store's background thread applies it (None: no thread, the caller calls `clean`).
+    `force_clean` False (DLedger's `enableDiskForceClean`) deletes files only once expired,
+    however full the disk. `disk_usage` measures the used fraction of the store's file
+    system (None: the store's `FileSystem.disk_use_ratio`; injectable for tests);
+    `check_interval_s` is how often the store's background thread applies it (None: no
+    thread, the caller calls `clean`).
     """
 
     reserved_s: float = 72 * 3600.0
+    force_clean: bool = True
     force_clean_ratio: float = 0.85
     disk_full_ratio: float = 0.90
     check_interval_s: float | None = 10.0

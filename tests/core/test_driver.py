@@ -79,9 +79,13 @@ def test_term_and_vote_reach_the_term_file_before_any_message(tmp_path: Path) ->
 def test_a_full_disk_refuses_client_appends_in_the_driver(tmp_path: Path) -> None:
     (tmp_path / "full").mkdir()
     (tmp_path / "roomy").mkdir()
-    _core, full, _host = _leader(tmp_path / "full", FullStore())
-    _core, roomy, _host = _leader(tmp_path / "roomy", MemStore())
+    full_core, full, full_host = _leader(tmp_path / "full", FullStore())
+    roomy_core, roomy, _host = _leader(tmp_path / "roomy", MemStore())
     assert (full.append_refusal(), roomy.append_refusal()) == (ResponseCode.DISK_FULL, None)
+    full.client_append(7, [b"x"], 1.0)
+    roomy.client_append(7, [b"x"], 1.0)
+    assert full_host.answers[7].code is ResponseCode.DISK_FULL
+    assert (full_core.log.end_index, roomy_core.log.end_index) == (0, 1)  # the no-op; the no-op and x
 
 
 def test_the_checkpoint_records_what_is_committed_and_durable(tmp_path: Path) -> None:
