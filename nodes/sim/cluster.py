@@ -42,9 +42,10 @@ from nodes.messages import (
 from nodes.replication import SafetyError
 from nodes.sim.clock import SkewedClock
 from nodes.sim.disk import DIRECTORY, UNCHANGED, SimDisk, disk_capacity
-from nodes.sim.faults import FAULTS, Undo, start_fault
+from nodes.sim.faults import FAULTS, PAUSE_GAP_MS, Undo, start_fault, start_pause
 from nodes.sim.invariants import Deadlines, Invariants, Violation, check_log_matching
 from nodes.sim.network import Network
+from nodes.sim.pause import Held
 from nodes.sim.simfs import NoSpace
 from nodes.sim.trace import Trace
 from nodes.store.logstore import Entry, StoreError
@@ -61,11 +62,13 @@ TAKE_VOTE_MS = ((10.0, 40.0), (150.0, 400.0))  # a transferee's vote interval: s
 THINK_MS = ((1.0, 20.0), (1.0, 20.0), (50.0, 400.0))  # a client's pause between ops, drawn per run:
 # some runs leave the leader idle between appends (idle-only paths: COMMIT pushes, restarts)
 SLOW_FSYNC_SHARE = 0.02
+GIVE_UP_MS = (50.0, 400.0)  # a client's RPC timeout: it fires only at a paused node (a running
+# node answers by its own timeouts, well before), and the client moves on to its next request
 BODY_PADDING = (0, 0, 150, 400)  # bytes after an append's id, per run: entries that span
 # 512-byte sectors and 4 KiB pages, so a torn write can cut one in the middle (fits 512-byte segments)
 
 (TICK, DELIVER, FLUSH, CLIENT, CLIENT_TIMEOUT, FAULT, FAULT_END, RESTART, PROBE, MOMENT_CRASH,
- TRANSFER) = range(11)
+ TRANSFER, PAUSE, WAKE, GIVE_UP) = range(14)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +138,9 @@ class _Op:
     first: int = 0
     last: int = 0
     before: tuple[int, int] = (-1, -1)  # reads: (max acked, max linearizable read) when invoked
+    to: str = ""  # transfers: the transferee
+    held: bool = False  # waiting in a paused node's socket
+    abandoned: bool = False  # its client gave up waiting (the node may still answer: that is checked)
 
 
 class Simulation:
@@ -197,14 +203,35 @@ class Simulation:
         self._deaf: str | None = None  # after healing: the leader left able to send but not receive
         self._deadline: float | None = None  # the liveness phase's current stage must end by then
         self._unanswered: set[int] = set()  # appends pending at healing the core has not answered yet
+        self._faults = tuple(f for f in config.faults if f != "pause")  # drawn from `rng`
+        self._pause_rng = random.Random(f"pause-{config.seed}")  # pauses: their own draws and schedule
+        self._paused: dict[str, Held] = {}
+        self._handlers = (
+            self._on_tick,
+            self._on_deliver,
+            self._on_flush,
+            self._on_client,
+            self._on_client_timeout,
+            self._on_fault,
+            self._on_fault_end,
+            self._on_restart,
+            self._on_probe,
+            self._on_moment_crash,
+            self._on_transfer,
+            self._on_pause,
+            self._on_wake,
+            self._on_give_up,
+        )
         for name in self.names:
             self._start_node(name)
             if config.flush == "async":
                 self._schedule(rng.uniform(0, config.async_flush_ms), FLUSH, name, -1)
         for c in range(config.clients):
             self._schedule(rng.uniform(0, 50.0), CLIENT, "", c)
-        if config.faults:
+        if self._faults:
             self._schedule(rng.uniform(*config.fault_gap_ms), FAULT, "", None)
+        if "pause" in config.faults:
+            self._schedule(self._pause_rng.uniform(*PAUSE_GAP_MS), PAUSE, "", None)
 
     # ---- the event loop ----------------------------------------------------------------
 
@@ -233,19 +260,7 @@ class Simulation:
 
     def _run(self) -> None:
         cfg = self.config
-        handlers = (
-            self._on_tick,
-            self._on_deliver,
-            self._on_flush,
-            self._on_client,
-            self._on_client_timeout,
-            self._on_fault,
-            self._on_fault_end,
-            self._on_restart,
-            self._on_probe,
-            self._on_moment_crash,
-            self._on_transfer,
-        )
+        handlers = self._handlers
         queue = self._queue
         while queue:
             if not self.healed and self.step >= cfg.steps:
@@ -301,7 +316,7 @@ class Simulation:
         self.cores[name] = core
         host = _Host(self, name)
         self.drivers[name] = Driver(core, store, DIRECTORY, state, self.config.flush, host, disk.fs)
-        self.inv.on_commit(name, disk.log, -1, core.commit_index)  # what it still calls committed
+        self.inv.on_commit(name, disk.log, -1, core.commit_index, core.term)  # what it still calls committed
         self.checked[name] = core.commit_index
         self.trace.add(
             self.now,
@@ -320,6 +335,7 @@ class Simulation:
             return
         self.cores[node] = self.drivers[node] = None
         self.incarnation[node] += 1
+        self._paused.pop(node, None)  # what it held dies with it
         mode = self.rng.choice(LOSS_MODE_DRAW)
         self.disks[node].crash(power_loss, self.rng, mode)
         self.stats["powerloss" if power_loss else "crash"] += 1
@@ -336,6 +352,10 @@ class Simulation:
         core = self.cores[node]
         if core is None or incarnation != self.incarnation[node]:
             return
+        held = self._paused.get(node)
+        if held is not None:  # the timer fires when it wakes, and runs on from there
+            held.hold("timer", lambda: self._on_tick(node, incarnation))
+            return
         core.tick(self._local(node))
         self._drain(node)
         driver = self.drivers[node]
@@ -350,6 +370,16 @@ class Simulation:
         if core is None or not self.network.connected(sender, node):
             self.trace.add(self.now, self.step, node, f"drop from {sender}", message)
             return
+        held = self._paused.get(node)
+        if held is not None:
+            self.trace.add(self.now, self.step, node, f"holds from {sender}", message)
+            held.hold(sender, lambda: self._receive(node, sender, message))
+            return
+        self._receive(node, sender, message)
+
+    def _receive(self, node: str, sender: str, message: PeerMessage) -> None:
+        core = self.cores[node]
+        assert core is not None
         self.trace.add(self.now, self.step, node, f"recv from {sender}", message)
         core.receive(sender, message, self._local(node))
         self._drain(node)
@@ -359,10 +389,14 @@ class Simulation:
         driver = self.drivers[node]
         if incarnation == -1:  # async: DLedger's periodic background flush
             self._schedule(self.config.async_flush_ms, FLUSH, node, -1)
-            if disk.store is not None:
+            if disk.store is not None and node not in self._paused:  # its flush thread is frozen too
                 disk.store.flush()
             return
         if incarnation != self.incarnation[node] or disk.store is None or driver is None:
+            return
+        held = self._paused.get(node)
+        if held is not None:  # the fsync returns when it wakes
+            held.hold("disk", lambda: self._on_flush(node, incarnation))
             return
         disk.store.flush()  # the group commit the driver asked for
         driver.flushed(self._local(node))
@@ -399,7 +433,9 @@ class Simulation:
             if change.role is Role.LEADER:
                 self.inv.on_leader(node, change.term, disk.log)
         if ready.commit_index is not None:
-            self.inv.on_commit(node, disk.log, self.checked[node], ready.commit_index)
+            core = self.cores[node]
+            assert core is not None
+            self.inv.on_commit(node, disk.log, self.checked[node], ready.commit_index, core.term)
             self.checked[node] = ready.commit_index
 
     def send(self, node: str, peer: str, message: PeerMessage) -> None:
@@ -446,7 +482,6 @@ class Simulation:
             self._schedule(rng.uniform(*self._think_ms), CLIENT, "", client)
             return
         rid = self._rid()
-        local = self._local(node)
         roll = rng.random()
         if roll < self.config.append_share:
             self._append_count += 1
@@ -454,10 +489,6 @@ class Simulation:
             body = name.encode() + b"." * self._padding
             self._ops[rid] = _Op(client, "append", node, body)
             self.trace.add(self.now, self.step, node, f"client {client} append {name} rid {rid}")
-            self._answer_by(rid, self.core_config.timing.append_timeout_ms)
-            driver = self.drivers[node]
-            assert driver is not None
-            driver.client_append(rid, [body], local)  # refused with DISK_FULL, as the server does
         else:
             modes = [
                 ReadMode.READ_INDEX,
@@ -483,10 +514,47 @@ class Simulation:
             self.trace.add(
                 self.now, self.step, node, f"client {client} read {mode.label} {first}..{last} rid {rid}"
             )
-            self._answer_by(rid, self.core_config.timing.read_timeout_ms)
-            core.client_read(rid, first, last, mode, local)
         self._schedule(5000.0, CLIENT_TIMEOUT, "", rid)
+        self._submit(rid)
+
+    def _submit(self, rid: int) -> None:
+        """The request reaches its node: the node takes it now, or holds it while paused (and
+        the client, if one waits, gives up after its RPC timeout)."""
+        op = self._ops[rid]
+        node = op.node
+        held = self._paused.get(node)
+        if held is not None:
+            op.held = True
+            # a connection of its own: a client that gives up on a request drops its connection
+            held.hold(f"rid {rid}", lambda: self._submit(rid) if rid in self._ops else None)
+            if op.client >= 0:
+                self._schedule(self._pause_rng.uniform(*GIVE_UP_MS), GIVE_UP, "", rid)
+            return
+        op.held = False
+        core, driver = self.cores[node], self.drivers[node]
+        local, timing = self._local(node), self.core_config.timing
+        assert core is not None and driver is not None
+        if op.kind == "append":
+            self._answer_by(rid, timing.append_timeout_ms)
+            driver.client_append(rid, [op.body], local)  # refused with DISK_FULL, as the server does
+        elif op.kind == "read":
+            self._answer_by(rid, timing.read_timeout_ms)
+            core.client_read(rid, op.first, op.last, op.mode, local)
+        else:
+            self._answer_by(rid, timing.transfer_timeout_ms)
+            core.client_transfer(rid, op.to, local)
         self._drain(node)
+
+    def _on_give_up(self, _node: str, rid: int) -> None:
+        """A client stops waiting for a request its paused node holds and goes on (the answer,
+        if the node gives one when it wakes, is still checked)."""
+        op = self._ops.get(rid)
+        if op is None or not op.held or op.abandoned:
+            return
+        self.trace.add(self.now, self.step, op.node, f"client {op.client} gives up on rid {rid}")
+        self.stats[f"{op.kind}-info"] += 1
+        op.abandoned = True
+        self._schedule(self.rng.uniform(*self._think_ms), CLIENT, "", op.client)
 
     def _answer_by(self, rid: int, timeout_ms: float) -> None:
         """The node owes an answer to `rid` within its `timeout_ms`, plus a tick or two and
@@ -502,6 +570,8 @@ class Simulation:
     def _finish_op(self, rid: int, outcome: str) -> None:
         op = self._ops.pop(rid)
         self.deadlines.on_answer(rid)
+        if op.abandoned:  # counted when its client gave up
+            return
         self.stats[f"{op.kind}-{outcome}"] += 1
         if op.client >= 0:
             self._schedule(self.rng.uniform(*self._think_ms), CLIENT, "", op.client)
@@ -513,7 +583,7 @@ class Simulation:
             return
         self.trace.add(self.now, self.step, op.node, f"client {op.client} rid {rid} gets", response)
         leader = getattr(response, "leader", None)
-        if op.client >= 0:
+        if op.client >= 0 and not op.abandoned:
             self._believed_leader[op.client] = leader
         code = response.code
         if code is ResponseCode.SUCCESS:
@@ -531,19 +601,19 @@ class Simulation:
 
     def request_transfer(self) -> None:
         """Ask the current leader, if any, to hand over to a random other member."""
-        leaders = [n for n, c in self.cores.items() if c is not None and c.role is Role.LEADER]
+        leaders = self.leaders()
         if not leaders:
             return
         node = leaders[-1]
-        core = self.cores[node]
-        assert core is not None
         to = self.rng.choice([n for n in self.names if n != node])
         rid = self._rid()
-        self._ops[rid] = _Op(-1, "transfer", node)
+        self._ops[rid] = _Op(-1, "transfer", node, to=to)
         self.trace.add(self.now, self.step, node, f"transfer to {to} rid {rid}")
-        self._answer_by(rid, self.core_config.timing.transfer_timeout_ms)
-        core.client_transfer(rid, to, self._local(node))
-        self._drain(node)
+        self._submit(rid)
+
+    def leaders(self) -> list[str]:
+        """The running nodes that think they lead."""
+        return [n for n, c in self.cores.items() if c is not None and c.role is Role.LEADER]
 
     # ---- faults and healing ------------------------------------------------------------
 
@@ -551,7 +621,7 @@ class Simulation:
         if self.healed:
             return
         rng = self.rng
-        kind = rng.choice(self.config.faults)
+        kind = rng.choice(self._faults)
         self.stats[f"fault-{kind}"] += 1
         self.trace.add(self.now, self.step, "sim", f"fault {kind} starts")
         undo = start_fault(kind, self, rng)
@@ -578,6 +648,33 @@ class Simulation:
         # leader streams on (APPEND) over the entries the lost truncation brought back
         self.crash(node, power, self.rng.uniform(20.0, 400.0) if only_leader else self.rng.uniform(5.0, 60.0))
 
+    def _on_pause(self, _node: str, _payload: None) -> None:
+        if not self.healed:
+            start_pause(self, self._pause_rng)
+            self._schedule(self._pause_rng.uniform(*PAUSE_GAP_MS), PAUSE, "", None)
+
+    def pause(self, node: str, duration: float) -> None:
+        """Freeze `node` for `duration` (see `nodes.sim.pause`); a crash ends the pause for good."""
+        if self.cores[node] is None or node in self._paused:
+            return
+        held = self._paused[node] = Held(self.now)
+        self.stats["fault-pause"] += 1
+        self.trace.add(self.now, self.step, node, f"paused for {duration:.0f} ms")
+        for rid, op in self._ops.items():  # what it owes answers later by as much
+            if op.node == node and not op.held:
+                self.deadlines.postpone(rid, duration)
+        self._schedule(duration, WAKE, node, held)
+
+    def _on_wake(self, node: str, held: Held) -> None:
+        if self._paused.get(node) is not held:
+            return  # it crashed meanwhile, or healing woke it
+        del self._paused[node]
+        inputs = held.wake(self._pause_rng)
+        self.trace.add(self.now, self.step, node, f"wakes after {self.now - held.started:.0f} ms, "
+                       f"{len(inputs)} inputs held")
+        for handle in inputs:
+            handle()
+
     def start_transfers(self) -> None:
         """Ask whoever leads to hand over, again every 20-200 ms until `transfers` is cleared."""
         self.transfers = True
@@ -597,6 +694,8 @@ class Simulation:
         self.trace.add(self.now, self.step, "sim", "heal: faults stop, crashed nodes restart")
         self.network.heal()
         self.leader_crashes = self.repair_crashes = self.transfers = False
+        for node, held in list(self._paused.items()):
+            self._on_wake(node, held)
         self._idle_restart = self.rng.random() < 0.5
         self._unanswered = {rid for rid, op in self._ops.items() if op.kind == "append"}
         self.stats["pending-at-heal"] = len(self._unanswered)
@@ -604,7 +703,7 @@ class Simulation:
             self.clocks[name].set_rate(self.now, 1.0)
             if self.cores[name] is None:
                 self._start_node(name)
-        leaders = [n for n, c in self.cores.items() if c is not None and c.role is Role.LEADER]
+        leaders = self.leaders()
         if leaders and self.rng.random() < 0.5:
             self._deaf = leaders[-1]
             self.network.block([(n, self._deaf) for n in self.names if n != self._deaf])
@@ -629,7 +728,7 @@ class Simulation:
             self._schedule(50.0, PROBE, "", None)
             return
         if self._probe is None and not any(op.kind == "probe" for op in self._ops.values()):
-            leaders = [n for n, c in self.cores.items() if c is not None and c.role is Role.LEADER]
+            leaders = self.leaders()
             if leaders and not self._idle_caught_up:
                 self._idle_caught_up = self._caught_up(leaders[-1])
                 if self._idle_caught_up and self._idle_restart:

@@ -9,7 +9,12 @@ that has writes not yet fsynced, or sometimes every node at once), skew
 transfer requests to whoever leads, every 20-200 ms while it lasts), leadercrash (while it
 lasts, every new leader crashes within 30 ms of its election, sometimes losing power:
 leader churn), repaircrash (while it lasts, a node that truncates its log loses power
-within 3 ms, before the truncation is on disk).
+within 3 ms, before the truncation is on disk), pause (a process frozen, mostly the leader's,
+as by SIGSTOP or a GC pause: either within a leader's lease or long enough for another to be
+elected; what reaches it waits in its sockets until it wakes, see `nodes.sim.pause`).
+
+Pauses are drawn from a generator of their own, on a schedule of their own, so adding them
+to a mix leaves the other faults' draws as they were.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ from nodes.sim.clock import SkewedClock
 from nodes.sim.network import LinkModel, Network, between, split
 
 FAULTS = ("partition", "oneway", "bridge", "loss", "dup", "delay", "crash", "powerloss", "skew", "transfer",
-          "leadercrash", "repaircrash")
+          "leadercrash", "repaircrash", "pause")
+PAUSE_MS = ((20.0, 250.0), (800.0, 3000.0))  # within a leader's lease, or long enough for another to lead
+PAUSE_GAP_MS = (300.0, 3000.0)  # from one pause's start to the next
 
 
 def parse_faults(text: str) -> tuple[str, ...]:
@@ -52,6 +59,8 @@ class FaultTarget(Protocol):
     transfers: bool
 
     def crash(self, node: str, power_loss: bool, downtime: float) -> None: ...
+    def pause(self, node: str, duration: float) -> None: ...
+    def leaders(self) -> list[str]: ...
     def start_transfers(self) -> None: ...
     def dirty_nodes(self) -> list[str]: ...
 
@@ -99,6 +108,13 @@ def start_fault(kind: str, sim: FaultTarget, rng: random.Random) -> Undo:
         sim.start_transfers()
         return lambda: setattr(sim, "transfers", False)
     raise ValueError(f"unknown fault {kind!r}")
+
+
+def start_pause(sim: FaultTarget, rng: random.Random) -> None:
+    """Freeze a node, the leader four times in five when there is one, for a while."""
+    leaders = sim.leaders()
+    node = leaders[-1] if leaders and rng.random() < 0.8 else rng.choice(sim.names)
+    sim.pause(node, rng.uniform(*rng.choice(PAUSE_MS)))
 
 
 def _unblock(net: Network) -> Callable[[], None]:

@@ -2,7 +2,9 @@
 
 * election safety: at most one node ever leads a term, and a node leads a term at most
   once (checked when a node becomes leader, before any log check of that step);
-* leader completeness: a new leader's log holds every committed entry;
+* leader completeness: a new leader's log holds every entry committed in an earlier term (a
+  candidate that counts a vote of its term late, say after a pause, may lead that term when a
+  later term has committed more: Raft allows it, and it cannot commit anything);
 * state machine safety: an index, once committed anywhere, always holds the same entry
   (so committed entries never change or disappear, across crashes and power loss);
 * log matching: two logs with the same (index, term) agree on everything before it;
@@ -42,6 +44,7 @@ class Invariants:
         self.leaders: dict[int, str] = {}
         self.led: set[tuple[str, int]] = set()
         self.committed: list[Entry] = []
+        self.commit_terms: list[int] = []  # per committed index, the term of the node that first committed it
         self.max_acked = -1
         self.max_read = -1  # highest commit index a completed read-index or lease read returned
         # (index, term) -> the entry and the term before it, as last written in any log
@@ -57,18 +60,21 @@ class Invariants:
         self.led.add((node, term))
 
     def on_leader(self, node: str, term: int, log: list[Entry]) -> None:
-        """Leader completeness: the new leader of `term` holds every committed entry."""
-        n = len(self.committed)
-        if log[:n] != self.committed:
-            i = next((i for i in range(n) if i >= len(log) or log[i] != self.committed[i]), n)
+        """Leader completeness: the new leader of `term` holds every entry committed in an earlier term."""
+        committed = self.committed
+        if log[: len(committed)] == committed:
+            return
+        earlier = (i for i, t in enumerate(self.commit_terms) if t < term)
+        i = next((i for i in earlier if i >= len(log) or log[i] != committed[i]), None)
+        if i is not None:
             raise Violation(
                 "leader completeness",
                 f"{node} leads term {term} without committed entry {i}: "
                 f"has {log[i] if i < len(log) else None}, committed {self.committed[i]}",
             )
 
-    def on_commit(self, node: str, log: list[Entry], old: int, new: int) -> None:
-        """`node` commits up to `new` (it had checked up to `old`)."""
+    def on_commit(self, node: str, log: list[Entry], old: int, new: int, term: int) -> None:
+        """`node`, in `term`, commits up to `new` (it had checked up to `old`)."""
         committed = self.committed
         for i in range(old + 1, new + 1):
             if i >= len(log):
@@ -83,6 +89,7 @@ class Invariants:
                     )
             else:
                 committed.append(log[i])
+                self.commit_terms.append(term)
 
     def on_write(
         self, node: str, log: list[Entry], start: int, logs: Callable[[], dict[str, list[Entry]]]
@@ -155,17 +162,24 @@ class Deadlines:
     leadership check TIMEOUT after `read_timeout_ms`, a transfer TIMEOUT after
     `transfer_timeout_ms` (and a leader that steps down answers at once). The caller gives
     each request its due time with the slack the node needs to notice it (a tick, and
-    clock rates within the lease's drift bound).
+    clock rates within the lease's drift bound). A node paused for a while owes its answers
+    that much later.
     """
 
     def __init__(self) -> None:
-        self._pending: dict[int, str] = {}
+        self._pending: dict[int, tuple[float, str]] = {}
         self._due: list[tuple[float, int]] = []
 
     def on_request(self, rid: int, due: float, what: str) -> None:
         """Request `rid` (described by `what`) must be answered by `due`."""
-        self._pending[rid] = what
+        self._pending[rid] = (due, what)
         heapq.heappush(self._due, (due, rid))
+
+    def postpone(self, rid: int, by: float) -> None:
+        """Request `rid`, if still unanswered, may be answered `by` ms later."""
+        if rid in self._pending:
+            due, what = self._pending[rid]
+            self.on_request(rid, due + by, what)
 
     def on_answer(self, rid: int) -> None:
         """Request `rid` was answered, or its node crashed (it owes no answer)."""
@@ -176,9 +190,10 @@ class Deadlines:
         due = self._due
         while due and due[0][0] < now:
             when, rid = heapq.heappop(due)
-            what = self._pending.pop(rid, None)
-            if what is not None:
-                raise Violation("answer in time", f"{what} got no answer by {when:.1f} ms")
+            pending = self._pending.get(rid)
+            if pending is not None and pending[0] == when:  # else answered, or postponed
+                del self._pending[rid]
+                raise Violation("answer in time", f"{pending[1]} got no answer by {when:.1f} ms")
 
 
 def check_log_matching(logs: dict[str, list[Entry]]) -> None:

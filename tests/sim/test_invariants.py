@@ -120,3 +120,16 @@ def test_a_simulated_run_reports_the_rules_it_fired() -> None:
     result = run_seed(SimConfig(seed=1, nodes=3, steps=2000))
     assert result.coverage["read-index.confirmed"] > 0 and result.coverage["push.compare.match"] > 0
     assert set(result.coverage) <= set(RULES)
+
+
+def test_a_leader_must_hold_what_earlier_terms_committed_not_what_later_ones_did() -> None:
+    inv = Invariants()
+    log = entries(1, 1, 3)
+    inv.on_commit("n1", log, -1, 1, 2)  # committed in term 2
+    inv.on_commit("n1", log, 1, 2, 3)  # committed in term 3
+    inv.on_leader("n2", 2, entries(1, 1))  # a late leader of term 2 need not hold term 3's commit
+    inv.on_leader("n2", 4, log)
+    with pytest.raises(Violation, match="n3 leads term 4 without committed entry 2"):
+        inv.on_leader("n3", 4, entries(1, 1))
+    with pytest.raises(Violation, match="n3 leads term 3 without committed entry 1"):
+        inv.on_leader("n3", 3, entries(1, 2))
