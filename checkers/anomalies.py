@@ -37,6 +37,7 @@ def anomalies_where(df: DataFrame, cases: list[tuple[Column, Column]]) -> DataFr
     return df.select("hid", F.explode(found).alias("a")).select("hid", "a.check", "a.key", "a.witness")
 
 
+DEFAULT_WITNESSES = 10  # witnesses kept per check
 # hid -> check -> (count, first witnesses)
 Found = dict[int, dict[str, tuple[int, list[Any]]]]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,18 +17,16 @@ from typing import Any, Protocol
 from pyspark.sql import DataFrame, SparkSession
 
 from checkers import consumers, durability, realtime, screen
-from checkers.anomalies import SUSPECT, Found, collect_anomalies
+from checkers.anomalies import DEFAULT_WITNESSES, SUSPECT, Found, collect_anomalies
 from checkers.elections import election_safety, load_events
 from checkers.finallogs import FinalLogs, load_final_logs
 from checkers.history import load_history
 from checkers.layout import ResultsDir
 from checkers.preload import PRELOADED, Loaded
 from checkers.replicas import load_stores, replica_disagreement, replica_flags
-from checkers.spark import session, shuffle_partitions_for, sql_conf
+from checkers.spark import session, shuffle_partitions_for
 from checkers.tables import Tables
 from checkers.verdict import INFORMATIONAL, NEEDS_FINAL_LOG, decide
-
-DEFAULT_WITNESSES = 10
 
 
 class Pass(Protocol):
@@ -74,15 +72,17 @@ def check_many(
 
     The screen (`screen`) runs first; the exact checks run only when it cannot clear every
     history, or with `exact`. Either way the verdicts are the exact checks' verdicts.
-    `loaded` holds `dirs`' history and final logs when they were loaded already (`preload`).
+    `loaded` holds `dirs`' history and final logs when they were loaded already, and the
+    screen's findings from them when it ran already (`preload`).
     """
     started = time.monotonic()
     partitions = shuffle_partitions_for(_input_bytes(dirs), spark.sparkContext.defaultParallelism)
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     loaded = loaded or Loaded()
+    screened = None if exact or loaded.witnesses != witnesses else loaded.screened
     # Small jobs run beside the others (Spark takes jobs from many threads): the election
-    # check, and on the screen's path the stores' and the final logs' flags.
-    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="check") as side:
+    # check, and on the screen's path the stores' flags.
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="check") as side:
         replicas = None if exact else side.submit(replica_flags, spark, dirs)
         elections = side.submit(_elections, spark, dirs, witnesses)
         history = loaded.history or load_history(spark, dirs)
@@ -97,16 +97,10 @@ def check_many(
             consumed = any(s.get("consume_ops") for s in history.stats.values())
             found = {}
             if replicas is not None:
-                final_flags = side.submit(screen.final_log_flags, spark, finals)
-                parts = [
-                    screen.by_id(tables, consumed=consumed),
-                    screen.read_flags(tables),
-                    # exact, and cheap enough for the screen: one window over each consumer's pulls
-                    *([consumers.skipped_offset(tables)] if consumed else []),
-                ]
-                found = _merged(_screen(spark, parts, [final_flags, replicas], witnesses), elections.result())
+                found = screen.findings(spark, tables, witnesses) if screened is None else screened
+                found = _merged(_merged(found, _suspects(replicas.result())), elections.result())
             flagged = {hid: _flagged(hid, found, finals) for hid in range(len(dirs))}
-            screened = time.monotonic()
+            screen_done = time.monotonic()
             ran_exact = exact or any(flagged.values())
             if ran_exact:
                 parts = [
@@ -120,11 +114,12 @@ def check_many(
             tables.unpersist()
     timing = {
         "load_s": round(ready - started, 3),
-        "screen_s": round(screened - ready, 3),
+        "screen_s": round(screen_done - ready, 3),
         "check_s": round(time.monotonic() - ready, 3),
         "exact_checks": ran_exact,
         "history_preloaded": loaded.history is not None,
         "final_logs_preloaded": loaded.finals is not None,
+        "screen_preloaded": screened is not None,
         "spark_master": spark.sparkContext.master,
     }
     results = []
@@ -145,19 +140,9 @@ def check_many(
     return results
 
 
-def _screen(
-    spark: SparkSession, parts: list[DataFrame], flags: list[Future[dict[int, set[str]]]], witnesses: int
-) -> Found:
-    """The screen's findings: the exact ones among `parts` (elections, recovered appends, ...),
-    and `~<check>` for its suspect rows and for each hid -> checks of `flags` (jobs run beside)."""
-    # Its grouping is by id, nearly one row per group: aggregating before the shuffle
-    # reduces nothing and costs a hash table (10^7 lines: ~42-48 s against ~40-41 s).
-    with sql_conf(spark, "spark.sql.execution.bypassPartialAggregation", "true"):
-        found = collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses)
-    for hid, checks in [item for f in flags for item in f.result().items()]:
-        for name in checks:
-            found.setdefault(hid, {})[SUSPECT + name] = (1, [])
-    return found
+def _suspects(flags: dict[int, set[str]]) -> Found:
+    """`~<check>` findings for each hid -> checks flagged."""
+    return {hid: {SUSPECT + name: (1, []) for name in checks} for hid, checks in flags.items()}
 
 
 def _elections(spark: SparkSession, dirs: list[ResultsDir], witnesses: int) -> Found:

@@ -12,7 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from checkers.check import DEFAULT_WITNESSES, internal_error
+from checkers.anomalies import DEFAULT_WITNESSES
+from checkers.check import internal_error
 from checkers.jsonlines import InputError
 from checkers.report import write_report
 from checkers.service import add_place_arguments, check_folder

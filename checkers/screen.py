@@ -13,13 +13,17 @@ each node's blocks with the cluster's, and the cluster's indexes with 0..end.
 from __future__ import annotations
 
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from checkers.anomalies import anomalies_where, anomaly, suspect
+from checkers import consumers
+from checkers.anomalies import SUSPECT, Found, anomalies_where, anomaly, collect_anomalies, suspect
 from checkers.blocksums import FINAL_BLOCK, NOOP_KEY, Sums, block_sums, sums_table
 from checkers.finallogs import FinalLogs
+from checkers.spark import sql_conf
 from checkers.tables import Tables, append_ref
 
 # What the grouping by id keeps of an append: numbers only, the status too.
@@ -35,6 +39,29 @@ _NUMBERS = [
     "p_seen",
 ]
 _STATUSES = ("info", "fail", "ok")
+
+
+def findings(spark: SparkSession, t: Tables, witnesses: int) -> Found:
+    """What the screen finds from the history and the final logs: the exact findings of its
+    rows (recovered appends, skipped offsets), and `~<check>` for its suspects and for the
+    final logs' flags (`final_log_flags`, a job run beside the grouping)."""
+    consumed = any(s.get("consume_ops") for s in t.history.stats.values())
+    parts = [
+        by_id(t, consumed=consumed),
+        read_flags(t),
+        # exact, and cheap enough for the screen: one window over each consumer's pulls
+        *([consumers.skipped_offset(t)] if consumed else []),
+    ]
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="screen") as side:
+        flags = side.submit(final_log_flags, spark, t.finals)
+        # Its grouping is by id, nearly one row per group: aggregating before the shuffle
+        # reduces nothing and costs a hash table (10^7 lines: ~42-48 s against ~40-41 s).
+        with sql_conf(spark, "spark.sql.execution.bypassPartialAggregation", "true"):
+            found = collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses)
+        for hid, checks in flags.result().items():
+            for name in checks:
+                found.setdefault(hid, {})[SUSPECT + name] = (1, [])
+    return found
 
 
 def by_id(t: Tables, *, consumed: bool = False) -> DataFrame:

@@ -9,8 +9,9 @@ synthetic histories (`checkers.synth`) as it starts. `python -m checkers check` 
 Protocol: a Unix socket (`--socket`, `$CHECKER_SOCKET`, else one per user in the temp
 folder), one JSON request line and one JSON reply line per connection:
 `{"op": "ping"}`, `{"op": "check", "results_dir": ..., "witnesses": N}`, `{"op": "stop"}`, and
-`{"op": "load", "results_dir": ..., "part": "history" | "finals"}`, which loads the folder's
-history or final logs ahead of its check (`checkers.preload`). Replies carry `ok`; a failed
+`{"op": "load", "results_dir": ..., "part": "history" | "finals", "witnesses": N}`, which
+loads the folder's history or final logs ahead of its check, and screens them once both are
+loaded (`checkers.preload`). Replies carry `ok`; a failed
 check says why (`error`) and the exit code it means (`exit`).
 """
 
@@ -119,11 +120,16 @@ def check_folder(
 
 
 def preload_folder(
-    results_dir: Path, part: Part = "history", *, spark_master: str | None, sock: Path | None = None
+    results_dir: Path,
+    part: Part = "history",
+    *,
+    spark_master: str | None,
+    witnesses: int,
+    sock: Path | None = None,
 ) -> str:
-    """Load `results_dir`'s `part` (history or final logs) ahead of its check (see
-    `check_folder` for where); returns where. Files that cannot be loaded are left for the
-    check to report.
+    """Load `results_dir`'s `part` (history or final logs) ahead of its check with `witnesses`
+    (see `check_folder` for where); returns where. Files that cannot be loaded are left for
+    the check to report.
     """
     from checkers.layout import ResultsDir
     from checkers.preload import PRELOADED
@@ -131,10 +137,11 @@ def preload_folder(
 
     path = sock or default_socket()
     if serving(path, spark_master) is not None:
-        request(path, {"op": "load", "results_dir": str(Path(results_dir).resolve()), "part": part})
+        folder = str(Path(results_dir).resolve())
+        request(path, {"op": "load", "results_dir": folder, "part": part, "witnesses": witnesses})
         return f"the checker service at {path}"
     with contextlib.suppress(InputError):
-        PRELOADED.load(session(spark_master), ResultsDir.open(results_dir), part)
+        PRELOADED.load(session(spark_master), ResultsDir.open(results_dir), part, witnesses=witnesses)
     return "this process"
 
 
@@ -212,16 +219,21 @@ class Service:
         if op not in ("check", "load") or not isinstance(req.get("results_dir"), str):
             expected = "expected op ping, check, load or stop"
             return _failure(EXIT_BAD_ARGS, f"bad request {str(req)[:200]!r}: {expected}")
+        from checkers.anomalies import DEFAULT_WITNESSES
+
+        witnesses = req.get("witnesses", DEFAULT_WITNESSES)
+        if not isinstance(witnesses, int) or witnesses < 0:
+            return _failure(EXIT_BAD_ARGS, f"witnesses must be a number 0 or more, not {witnesses!r}")
         if op == "load":
             from checkers.preload import PARTS
 
             part = req.get("part", "history")
             if part not in PARTS:
                 return _failure(EXIT_BAD_ARGS, f"bad part {part!r}: expected one of {', '.join(PARTS)}")
-            return self._load(Path(req["results_dir"]), part)
-        return self._check(Path(req["results_dir"]), req.get("witnesses"))
+            return self._load(Path(req["results_dir"]), part, witnesses)
+        return self._check(Path(req["results_dir"]), witnesses)
 
-    def _load(self, results_dir: Path, part: Part) -> dict[str, Any]:
+    def _load(self, results_dir: Path, part: Part, witnesses: int) -> dict[str, Any]:
         from checkers.check import internal_error
         from checkers.layout import ResultsDir
         from checkers.preload import PRELOADED
@@ -230,20 +242,16 @@ class Service:
             if self.spark is None:
                 return _failure(EXIT_INTERNAL, f"no Spark: {self.failure}")
             try:
-                PRELOADED.load(self.spark, ResultsDir.open(results_dir), part)
+                PRELOADED.load(self.spark, ResultsDir.open(results_dir), part, witnesses=witnesses)
             except InputError as e:
                 return _failure(EXIT_BAD_ARGS, str(e))
             except Exception as e:  # the check will meet it again and report it
                 return _failure(EXIT_INTERNAL, internal_error(e, self.master))
         return {"ok": True}
 
-    def _check(self, results_dir: Path, witnesses: Any) -> dict[str, Any]:
-        from checkers.check import DEFAULT_WITNESSES, check, internal_error
+    def _check(self, results_dir: Path, witnesses: int) -> dict[str, Any]:
+        from checkers.check import check, internal_error
 
-        if witnesses is None:
-            witnesses = DEFAULT_WITNESSES
-        if not isinstance(witnesses, int) or witnesses < 0:
-            return _failure(EXIT_BAD_ARGS, f"witnesses must be a number 0 or more, not {witnesses!r}")
         with self._lock:
             started = time.monotonic()
             try:

@@ -92,13 +92,18 @@ class NemesisRunner:
             if self._thread.is_alive():
                 log.warning("nemesis still busy after %s s; healing goes on without it", timeout)
 
+    def stop_faults(self) -> None:
+        """Stop every fault still in force, recorded: the nemesis's last history lines."""
+        for name in self.active():
+            self._stop_fault(name)
+
     def heal_all(self, nodes: Nodes) -> dict[str, list[str]]:
-        """Stop every fault still in force (recorded), heal every family, start every node.
+        """Stop every fault still in force (`stop_faults`), heal every family (unrecorded), start
+        every node.
 
         Returns what each family still left on the nodes afterwards (empty lists when clean).
         """
-        for name in self.active():
-            self._stop_fault(name)
+        self.stop_faults()
         for fault in self.faults.values():
             fault.heal()
         nodes.start()

@@ -196,12 +196,13 @@ def report(run_dir: Path, result: dict[str, Any]) -> int:
 
 
 class Preload:
-    """Loads a run's history and final logs for its check in the background (`checkers.preload`),
-    each once the run says it is written (`ready`)."""
+    """Loads a run's history and final logs for its check in the background, each once the run
+    says it is written (`ready`), and screens them (`checkers.preload`)."""
 
-    def __init__(self, run_dir: Path, spark_master: str | None) -> None:
+    def __init__(self, run_dir: Path, spark_master: str | None, witnesses: int) -> None:
         self.run_dir = run_dir
         self.spark_master = spark_master
+        self.witnesses = witnesses
         self._parts: queue.SimpleQueue[Part | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._load, name="check-preload", daemon=True)
         self._thread.start()
@@ -220,7 +221,8 @@ class Preload:
 
         while (part := self._parts.get()) is not None:
             try:
-                where = preload_folder(self.run_dir, part, spark_master=self.spark_master)
+                where = preload_folder(self.run_dir, part, spark_master=self.spark_master,
+                                       witnesses=self.witnesses)
             except Exception:  # the check meets the same trouble and reports it
                 log.exception("loading the %s ahead of the check", part)
             else:
@@ -250,8 +252,9 @@ class TestRun:
     def execute(self) -> None:
         """Setup, workload, heal, final reads, collect; `teardown` removes the cluster after.
 
-        Once the workload is done the history's loading for the check, and the fault log's pass
-        over it, start in the background; the final logs' loading once the final reads are done.
+        Once the last fault is stopped (the history is complete) the history's loading for the
+        check, and the fault log's pass over it, start in the background (`history_written`);
+        the final logs' loading once the final reads are done.
         """
         args = self.args
         serve_args = [
@@ -278,11 +281,6 @@ class TestRun:
             with History(self.run_dir / "history.jsonl") as history:
                 self.test["history_wall_ns"] = history.start_wall_ns
                 self.workload(db, history)
-            self.preload = Preload(self.run_dir, args.spark_master)
-            self.preload.ready("history")
-            reader = ThreadPoolExecutor(1, thread_name_prefix="fault-log")
-            self.history_read = reader.submit(read_history_file, self.run_dir, self.test["faults"])
-            reader.shutdown(wait=False)
             t = time.monotonic()
             with Client(db.network_peers(), timeout=args.op_timeout) as client:
                 catch_up = wait_for_catch_up(client, db.names, args.catch_up_timeout)
@@ -305,6 +303,14 @@ class TestRun:
                 self.test["collect_error"] = str(e)
                 log.warning("collect: %s", e)
             self.phase("collect", t)
+
+    def history_written(self) -> None:
+        """Start loading the history for the check, and the fault log's pass over it."""
+        self.preload = Preload(self.run_dir, self.args.spark_master, self.args.witnesses)
+        self.preload.ready("history")
+        reader = ThreadPoolExecutor(1, thread_name_prefix="fault-log")
+        self.history_read = reader.submit(read_history_file, self.run_dir, self.test["faults"])
+        reader.shutdown(wait=False)
 
     def teardown(self) -> None:
         """Remove the cluster (or leave it running with `--leave-running`); safe when never set up."""
@@ -368,6 +374,10 @@ class TestRun:
             progress.stop()
             self.phase("workload", t)
             t = time.monotonic()
+            runner.stop_faults()
+            history.close()  # complete: the heal below writes no line
+            if sys.exc_info()[0] is None:  # an interrupted run is not checked
+                self.history_written()
             left = runner.heal_all(db)
             self.test["nemesis_errors"] = runner.errors
             self.phase("heal", t)

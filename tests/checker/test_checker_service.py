@@ -57,12 +57,13 @@ def test_harness_checks_a_run_through_the_service(service, checked, tmp_path, mo
     before = ping(sock)["checks"]
     folder = shutil.copytree(checked["inject-hole"][0].path, tmp_path / "run")
     args = argparse.Namespace(spark_master=None, witnesses=10)
-    preload = Preload(folder, None)
+    preload = Preload(folder, None, 10)
     preload.ready("history")
     preload.ready("finals")
     result = check_run(args, folder, preload)
     assert result["stats"]["history_preloaded"], "the service loaded the history before the check"
     assert result["stats"]["final_logs_preloaded"], "and the final logs"
+    assert result["stats"]["screen_preloaded"], "and screened them"
     assert report(folder, result) == exit_code(checked["inject-hole"][1]["valid"])
     assert _counts(result) == _counts(checked["inject-hole"][1])
     out = capsys.readouterr()
@@ -80,7 +81,7 @@ def test_what_was_loaded_ahead_is_used_only_while_its_files_are_unchanged(spark,
     for part in ("history", "finals"):
         PRELOADED.load(spark, ResultsDir.open(folder), part)
     first = check(folder)["stats"]
-    assert first["history_preloaded"] and first["final_logs_preloaded"]
+    assert first["history_preloaded"] and first["final_logs_preloaded"] and first["screen_preloaded"]
     again = check(folder)
     assert not again["stats"]["history_preloaded"] and not again["stats"]["final_logs_preloaded"], (
         "what was loaded serves one check"
@@ -92,7 +93,18 @@ def test_what_was_loaded_ahead_is_used_only_while_its_files_are_unchanged(spark,
     final_log.write_bytes(final_log.read_bytes())  # rewritten after the load: read again
     changed = check(folder)
     assert changed["stats"]["history_preloaded"] and not changed["stats"]["final_logs_preloaded"]
+    assert not changed["stats"]["screen_preloaded"]
     assert _counts(changed) == _counts(checked["inject-hole"][1])
+    for part in ("history", "finals"):
+        PRELOADED.load(spark, ResultsDir.open(folder), part, witnesses=3)
+    other = check(folder, witnesses=1)  # screened for 3 witnesses a check: screened again
+    assert other["stats"]["final_logs_preloaded"] and not other["stats"]["screen_preloaded"]
+    clean = shutil.copytree(checked["ok-1"][0].path, tmp_path / "clean")
+    for part in ("history", "finals"):
+        PRELOADED.load(spark, ResultsDir.open(clean), part)
+    cleared = check(clean)
+    assert cleared["stats"]["screen_preloaded"] and not cleared["stats"]["exact_checks"]
+    assert _counts(cleared) == _counts(checked["ok-1"][1])
     PRELOADED.load(spark, ResultsDir.open(folder))
     with (folder / "history.jsonl").open("a") as f:
         f.write("\n")  # the file changed after the load: the check reads it again
