@@ -35,8 +35,13 @@ def test_short_chaos_run_is_valid_and_complete(results):
     assert verdict["valid"] is True
     assert "valid: true" in done.stdout and f"report: {run_dir}/report.html" in done.stdout
     assert "checked by the checker service at" in done.stderr, "the session's warm service checked it"
-    assert verdict["stats"]["history_preloaded"], "the service loaded the history while the run ended"
-    assert "history loaded for the check in the checker service" in (run_dir / "harness.log").read_text()
+    stats = verdict["stats"]
+    assert stats["history_preloaded"] and stats["final_logs_preloaded"] and stats["screen_preloaded"], (
+        "the service loaded the history and the final logs and screened them while the run ended"
+    )
+    log = (run_dir / "harness.log").read_text()
+    assert "history loaded for the check in the checker service" in log
+    assert "finals loaded for the check in the checker service" in log
     for name in ("test.json", "history.jsonl", "harness.log", "results.json", "report.html",
                  "latency-raw.png", "latency-quantiles.png", "rate.png"):
         assert (run_dir / name).stat().st_size > 0, name
