@@ -125,6 +125,9 @@ class Ready:
         )
 
 
+NOTHING = Ready()  # the empty batch, shared: a driver only reads a Ready
+
+
 @dataclass(slots=True)
 class _PendingAppend:
     last: int
@@ -206,8 +209,12 @@ class Core:
         """
         if self._reads and self.role is Role.LEADER and self._reads[-1].need_seq > self._confirm.last_seq:
             self._send_heartbeats(self._now)
-        out, self._out = self._out, Ready()
-        out.writes = self.log.take_writes()
+        writes = self.log.take_writes()
+        out = self._out
+        if not writes and not out:
+            return NOTHING  # most calls (a tick, a drive after a flush) have nothing to carry out
+        out.writes = writes
+        self._out = Ready()
         return out
 
     def tick(self, now: float) -> None:
@@ -617,8 +624,9 @@ class Core:
     def _replicate(self) -> None:
         """Leader: let every dispatcher send what it can, then notify a caught-up transferee."""
         now, store, term, commit, t = self._now, self.log, self.term, self.commit_index, self.timing
+        leader, next_seq, send = self.node_id, self._next_seq, self._send
         for disp in self._dispatchers.values():
-            disp.pump(now, store, term, self.node_id, commit, t, self._next_seq, self._send)
+            disp.pump(now, store, term, leader, commit, t, next_seq, send)
         self._advance_commit()
         tr = self._transfer
         if tr is not None and not tr.notified and self.role is Role.LEADER:
@@ -630,8 +638,8 @@ class Core:
     def _advance_commit(self) -> None:
         if self.role is not Role.LEADER:
             return
-        matches = [self._durable_index()]
-        matches.extend(d.match_index for d in self._dispatchers.values())
+        matches = [d.match_index for d in self._dispatchers.values()]
+        matches.append(self._durable_index())
         index = quorum_index(matches, self.quorum)
         if index <= self.commit_index:
             return

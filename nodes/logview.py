@@ -78,8 +78,10 @@ class LogView:
     def take_writes(self) -> list[StoreWrite]:
         """The writes recorded since the last call, in order; the driver must carry them out
         before the core gets another input."""
-        writes, self._writes = self._writes, []
-        self._cut, self._unstable = None, []
+        writes = self._writes
+        if not writes:
+            return []
+        self._writes, self._cut, self._unstable = [], None, []
         return writes
 
     def append_leader(self, term: int, body: bytes, magic: int = MAGIC_NORMAL) -> Entry:

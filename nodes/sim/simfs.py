@@ -25,8 +25,8 @@ Space: a file takes its whole size from the moment it has it (no sparse files), 
 growing one past the disk's `capacity` raises `NoSpace` (ENOSPC), as `fallocate` would.
 
 Simplifications: a file is mapped once at a time; a removed file that is still mapped
-takes no space. Deterministic: all randomness comes from the `random.Random` given to
-`power_loss`.
+takes no space; paths are split as strings (`/`-separated, no `..`). Deterministic: all
+randomness comes from the `random.Random` given to `power_loss`.
 """
 
 from __future__ import annotations
@@ -70,28 +70,28 @@ class LossReport:
 
 
 class _Inode:
-    __slots__ = ("data", "durable", "handle", "mtime")
+    __slots__ = ("data", "durable", "handle", "last_op", "mtime")
 
     def __init__(self, mtime: float) -> None:
         self.data = bytearray()  # what the process sees
         self.durable = bytearray()  # what is on the disk
         self.handle: SimMap | None = None
         self.mtime = mtime
+        self.last_op = -1  # the journal's number of the last change to the file's name or size
 
 
 @dataclass
 class _Dir:
     entries: dict[str, _Inode] = field(default_factory=dict)  # what the process sees
     durable: dict[str, _Inode] = field(default_factory=dict)
+    last_op: int = -1  # the journal's number of the last change to a name in it
 
 
-@dataclass(frozen=True)
-class _Op:
-    """One journaled metadata change; `apply` makes it durable."""
-
-    directory: Path | None
-    inode: _Inode | None
-    apply: Callable[[], object]
+def _split(path: Path) -> tuple[str, str]:
+    """`(str(path.parent), path.name)`, at a fraction of pathlib's cost."""
+    text = str(path)
+    head, _, name = text.rpartition("/")
+    return head or ("/" if text.startswith("/") else "."), name
 
 
 def _resize(buf: bytearray, size: int) -> None:
@@ -144,8 +144,9 @@ class SimMap(bytearray):
 
     def __getitem__(self, key: SupportsIndex | slice) -> int | bytes:  # type: ignore[override]
         self._check_open()
-        value = super().__getitem__(key)
-        return bytes(value) if isinstance(key, slice) else value
+        if isinstance(key, slice):
+            return bytes(memoryview(self)[key])
+        return bytearray.__getitem__(self, key)
 
     def __setitem__(self, key: SupportsIndex | slice, value) -> None:  # type: ignore[override]
         self._check_open()
@@ -153,7 +154,7 @@ class SimMap(bytearray):
             start, stop, step = key.indices(len(self))
             if step != 1 or len(value) != max(0, stop - start):
                 raise IndexError("mmap slice assignment is wrong size")
-        super().__setitem__(key, value)
+        bytearray.__setitem__(self, key, value)
 
     def sync(self, start: int, stop: int) -> None:
         self._check_open()
@@ -175,15 +176,18 @@ class SimFileSystem:
         self.clock = clock
         self.losses = LossReport()
         self.mapped: dict[int, SimMap] = {}  # open mappings by id
-        self._dirs: dict[Path, _Dir] = {}
-        self._journal: list[_Op] = []
+        self._dirs: dict[str, _Dir] = {}
+        self._journal: list[Callable[[], object]] = []  # uncommitted metadata changes: a call applies one
+        self._journal_start = 0  # the number of `_journal[0]`: changes are numbered from 0 on
         self._used = 0  # bytes the named files take
 
     # -- FileSystem -------------------------------------------------------------------------
 
     def make_dirs(self, path: Path) -> None:
+        if str(path) in self._dirs:
+            return  # and so are its parents
         for directory in (path, *path.parents):
-            self._dirs.setdefault(directory, _Dir())
+            self._dirs.setdefault(str(directory), _Dir())
 
     def map(self, path: Path, size: int, *, truncate: bool = False) -> SimMap:
         inode = self._inode(path, create=True)
@@ -196,18 +200,18 @@ class SimFileSystem:
         return SimMap(self, inode)
 
     def list_dir(self, path: Path) -> dict[str, int]:
-        return {name: len(inode.data) for name, inode in self._dir(path).entries.items()}
+        return {name: len(inode.data) for name, inode in self._dir(str(path)).entries.items()}
 
     def remove(self, path: Path) -> None:
-        directory = self._dir(path.parent)
-        inode = directory.entries.pop(path.name, None)
+        parent, name = _split(path)
+        directory = self._dir(parent)
+        inode = directory.entries.pop(name, None)
         if inode is not None:
             self._used -= len(inode.data)
-            self._journal.append(_Op(path.parent, None, partial(directory.durable.pop, path.name, None)))
+            self._log(partial(directory.durable.pop, name, None), directory)
 
     def fsync_dir(self, path: Path) -> None:
-        self._dir(path)
-        self._commit_through(lambda op: op.directory == path)
+        self._commit_through(self._dir(str(path)).last_op)
 
     def write_file(self, path: Path, data: bytes) -> None:
         inode = self._inode(path, create=True)
@@ -218,18 +222,18 @@ class SimFileSystem:
         self.sync_pages(inode, 0, len(data))
 
     def rename(self, src: Path, dst: Path) -> None:
-        if src.parent != dst.parent:
+        (parent, src_name), (dst_parent, dst_name) = _split(src), _split(dst)
+        if parent != dst_parent:
             raise ValueError(f"rename {src} to {dst}: the simulated disk renames within a directory")
-        directory = self._dir(src.parent)
-        inode = directory.entries.pop(src.name, None)
+        directory = self._dir(parent)
+        inode = directory.entries.pop(src_name, None)
         if inode is None:
             raise FileNotFoundError(src)
-        replaced = directory.entries.get(dst.name)
+        replaced = directory.entries.get(dst_name)
         if replaced is not None:
             self._used -= len(replaced.data)
-        directory.entries[dst.name] = inode
-        self._journal.append(
-            _Op(src.parent, inode, partial(_rename_durable, directory.durable, src.name, dst.name, inode)))
+        directory.entries[dst_name] = inode
+        self._log(partial(_rename_durable, directory.durable, src_name, dst_name, inode), directory, inode)
 
     def read_file(self, path: Path) -> bytes:
         return bytes(self._inode(path).data)
@@ -260,6 +264,7 @@ class SimFileSystem:
         keep = rng.randint(0, len(self._journal)) if mode == "reorder-tear" else 0
         report.ops_kept, report.ops_dropped = keep, len(self._journal) - keep
         self._commit(keep)
+        self._journal_start += len(self._journal)
         self._journal.clear()
         inodes: dict[int, _Inode] = {}
         for directory in self._dirs.values():
@@ -298,25 +303,25 @@ class SimFileSystem:
 
     def sync_pages(self, inode: _Inode, start: int, stop: int) -> None:
         """fdatasync of a range: commit the journal through the file's size, copy the pages."""
-        self._commit_through(lambda op: op.inode is inode)
+        self._commit_through(inode.last_op)
         if _write_back(inode, start - start % PAGE, -(-stop // PAGE) * PAGE):
             inode.mtime = self.clock()
 
-    def _dir(self, path: Path) -> _Dir:
+    def _dir(self, path: str) -> _Dir:
         try:
             return self._dirs[path]
         except KeyError:
             raise FileNotFoundError(f"no directory {path}") from None
 
     def _inode(self, path: Path, *, create: bool = False) -> _Inode:
-        directory = self._dir(path.parent)
-        inode = directory.entries.get(path.name)
+        parent, name = _split(path)
+        directory = self._dir(parent)
+        inode = directory.entries.get(name)
         if inode is None:
             if not create:
                 raise FileNotFoundError(path)
-            inode = directory.entries[path.name] = _Inode(self.clock())
-            self._journal.append(
-                _Op(path.parent, inode, partial(directory.durable.__setitem__, path.name, inode)))
+            inode = directory.entries[name] = _Inode(self.clock())
+            self._log(partial(directory.durable.__setitem__, name, inode), directory, inode)
         return inode
 
     def _set_size(self, path: Path, inode: _Inode, size: int) -> None:
@@ -327,13 +332,25 @@ class SimFileSystem:
         self._used += grow
         _resize(inode.data, size)
         inode.mtime = self.clock()
-        self._journal.append(_Op(None, inode, partial(_resize, inode.durable, size)))
+        self._log(partial(_resize, inode.durable, size), None, inode)
 
-    def _commit_through(self, touches: Callable[[_Op], bool]) -> None:
-        last = max((i for i, op in enumerate(self._journal) if touches(op)), default=-1)
-        self._commit(last + 1)
+    def _log(self, apply: Callable[[], object], directory: _Dir | None, inode: _Inode | None = None) -> None:
+        """Journal a metadata change of a name in `directory` and/or of `inode`."""
+        number = self._journal_start + len(self._journal)
+        self._journal.append(apply)
+        if directory is not None:
+            directory.last_op = number
+        if inode is not None:
+            inode.last_op = number
+
+    def _commit_through(self, number: int) -> None:
+        """Commit the journal up to change `number` (if it is not committed yet)."""
+        self._commit(number + 1 - self._journal_start)
 
     def _commit(self, count: int) -> None:
-        for op in self._journal[:count]:
-            op.apply()
+        if count <= 0:
+            return
+        for apply in self._journal[:count]:
+            apply()
         del self._journal[:count]
+        self._journal_start += count

@@ -20,10 +20,16 @@ def describe(obj: Any) -> str:
     return repr(obj)
 
 
-class Trace:
-    """The last `size` events as (time, step, node, what, payload)."""
+SIZE = 60  # events a violation report shows (`Simulation._result` asks for the last 60)
 
-    def __init__(self, size: int = 400) -> None:
+
+class Trace:
+    """The last `size` events as (time, step, node, what, payload).
+
+    Kept no longer than shown: each event holds on to its payload (a message, a response),
+    and holding hundreds of them slows the whole run down by a few per cent."""
+
+    def __init__(self, size: int = SIZE) -> None:
         self._events: deque[tuple[float, int, str, str, Any]] = deque(maxlen=size)
 
     def add(self, time: float, step: int, node: str, what: str, payload: Any = None) -> None:

@@ -368,14 +368,14 @@ class MmapStore:
         rel = pos - seg.offset
         hdr = seg.mm[rel : rel + HEADER_SIZE]
         hmagic, hsize, hindex, hterm, hpos, channel, chain, bcrc, _ = HEADER.unpack(hdr)
-        where = f"entry {index} at pos {pos} in {seg.path}"
         if (hmagic, hsize, hindex, hterm, hpos) != (magic, size, index, term, pos):
-            raise CorruptEntryError(f"{where}: header disagrees with its index slot")
+            raise CorruptEntryError(f"entry {index} at pos {pos} in {seg.path}: header disagrees "
+                                    "with its index slot")
         body = seg.mm[rel + HEADER_SIZE : rel + size]
         if zlib.crc32(body) != bcrc:
-            raise CorruptEntryError(f"{where} fails its body CRC")
+            raise CorruptEntryError(f"entry {index} at pos {pos} in {seg.path} fails its body CRC")
         if prev_chain is not None and chain_crc(hdr, prev_chain) != chain:
-            raise CorruptEntryError(f"{where} fails its chain CRC")
+            raise CorruptEntryError(f"entry {index} at pos {pos} in {seg.path} fails its chain CRC")
         return Entry(index, term, body, magic, channel), chain
 
     # -- truncation, commit -----------------------------------------------------------------
@@ -507,7 +507,7 @@ class MmapStore:
             if self._closed:
                 return removed
             deletable = self._data.segments[: self._deletable()]
-            mtimes = [self._fs.modified_time(seg.path) for seg in deletable]
+            mtimes = (self._fs.modified_time(seg.path) for seg in deletable)  # read up to the first kept
             removed += self._drop_oldest(policy.expired(mtimes, now))
             ratio = usage(self.directory)
             while policy.force_clean and ratio > policy.force_clean_ratio and self._deletable():

@@ -118,7 +118,7 @@ def check_index_files(index: SegmentList, need_from: int,
         return [], need_from // INDEX_SIZE
     first = min(present[0], need_from - need_from % size)
     offsets = list(range(first, present[-1] + size, size))
-    missing = [o for o in offsets if o not in present]
+    missing = sorted(set(offsets).difference(present))
     report.notes += [f"created missing index file {segment_name(o)}" for o in missing]
     gone = missing + dropped
     return offsets, max(min(gone), need_from) // INDEX_SIZE if gone else None

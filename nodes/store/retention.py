@@ -8,7 +8,7 @@ before the segment holding the committed index.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +39,7 @@ class RetentionPolicy:
         if self.reserved_s < 0 or (self.check_interval_s is not None and self.check_interval_s <= 0):
             raise ValueError("reserved_s must be >= 0 and check_interval_s > 0 (or None)")
 
-    def expired(self, mtimes: Sequence[float], now: float) -> int:
+    def expired(self, mtimes: Iterable[float], now: float) -> int:
         """How many leading files (oldest first, by modification time) are past retention."""
         count = 0
         for mtime in mtimes:

@@ -182,10 +182,19 @@ class SegmentList:
         span, self._dirty = self._dirty, None
         ranges = [] if span is None else [
             (s, max(span[0], s.offset) - s.offset, min(span[1], s.end) - s.offset)
-            for s in self.segments if s.offset < span[1] and s.end > span[0]]
+            for s in self._overlapping(*span)]
         directory = self.directory if self._names_changed else None
         self._names_changed = False
         return PendingSync(ranges, directory, span)
+
+    def _overlapping(self, start: int, stop: int) -> list[Segment]:
+        """The segments holding a byte of the absolute range `start .. stop` (found by
+        arithmetic: the segments are contiguous and of one size)."""
+        if not self.segments:
+            return []
+        first, size = self.segments[0].offset, self.segment_size
+        lo = max(0, (start - first) // size)
+        return self.segments[lo : max(lo, -(-(stop - first) // size))]
 
     def restore(self, pending: PendingSync) -> None:
         """A flush taken with `take_sync` failed: count its work as dirty again."""
