@@ -27,7 +27,6 @@ import argparse
 import random
 import signal
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Sequence
@@ -45,7 +44,6 @@ from harness.sweep import Cell
 from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, UsageError
 
 REPO = Path(__file__).resolve().parent.parent
-WARM_LINES = 1_000  # the warm-up compiles the queries: its time hardly depends on the lines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -220,14 +218,10 @@ def run_one(cell: Cell, seed: int, out: Path, rows: list[Row],
 
 
 def warm_checker() -> None:
-    """Start Spark and run the checker's queries once on a small synthetic history, in the background,
-    so the first run's check finds the JVM warm; every check after reuses that session (a process has
-    one). Nothing when a checker service answers: the checks go there."""
-    from checkers.service import Service, default_socket, ping
+    """Warm the checker on the local master in the background (`harness.run.warm_checker`)."""
+    from harness.run import warm_checker as start
 
-    if ping(default_socket()) is None:
-        warm = Service(None, warm_lines=WARM_LINES, warm_rounds=1)
-        threading.Thread(target=warm.start, name="checker-warm-up", daemon=True).start()
+    start(None)
 
 
 def _latest(out: Path, rows: list[Row]) -> Path | None:
