@@ -42,7 +42,18 @@ from nodes.messages import (
 from nodes.replication import SafetyError
 from nodes.sim.clock import SkewedClock
 from nodes.sim.disk import DIRECTORY, UNCHANGED, SimDisk, disk_capacity
-from nodes.sim.faults import FAULTS, PAUSE_GAP_MS, Undo, start_fault, start_pause
+from nodes.sim.faults import (
+    FAULTS,
+    KILL_AFTER_MS,
+    KILL_DOWN_MS,
+    KILL_GAP_MS,
+    KILL_SPELL_MS,
+    OWN_SCHEDULE,
+    PAUSE_GAP_MS,
+    Undo,
+    start_fault,
+    start_pause,
+)
 from nodes.sim.invariants import Deadlines, Invariants, Violation, check_log_matching
 from nodes.sim.network import Network
 from nodes.sim.pause import Held
@@ -68,7 +79,7 @@ BODY_PADDING = (0, 0, 150, 400)  # bytes after an append's id, per run: entries 
 # 512-byte sectors and 4 KiB pages, so a torn write can cut one in the middle (fits 512-byte segments)
 
 (TICK, DELIVER, FLUSH, CLIENT, CLIENT_TIMEOUT, FAULT, FAULT_END, RESTART, PROBE, MOMENT_CRASH,
- TRANSFER, PAUSE, WAKE, GIVE_UP) = range(14)
+ TRANSFER, PAUSE, WAKE, GIVE_UP, KILL_SPELL, KILL) = range(16)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,9 +214,11 @@ class Simulation:
         self._deaf: str | None = None  # after healing: the leader left able to send but not receive
         self._deadline: float | None = None  # the liveness phase's current stage must end by then
         self._unanswered: set[int] = set()  # appends pending at healing the core has not answered yet
-        self._faults = tuple(f for f in config.faults if f != "pause")  # drawn from `rng`
+        self._faults = tuple(f for f in config.faults if f not in OWN_SCHEDULE)  # drawn from `rng`
         self._pause_rng = random.Random(f"pause-{config.seed}")  # pauses: their own draws and schedule
         self._paused: dict[str, Held] = {}
+        self._kill_rng = random.Random(f"leaderkill-{config.seed}")  # leader kills: the same
+        self._kill_until = -1.0  # the leaderkill fault kills every new leader until then
         self._handlers = (
             self._on_tick,
             self._on_deliver,
@@ -221,6 +234,8 @@ class Simulation:
             self._on_pause,
             self._on_wake,
             self._on_give_up,
+            self._on_kill_spell,
+            self._on_kill,
         )
         for name in self.names:
             self._start_node(name)
@@ -232,6 +247,8 @@ class Simulation:
             self._schedule(rng.uniform(*config.fault_gap_ms), FAULT, "", None)
         if "pause" in config.faults:
             self._schedule(self._pause_rng.uniform(*PAUSE_GAP_MS), PAUSE, "", None)
+        if "leaderkill" in config.faults:
+            self._schedule(self._kill_rng.uniform(*KILL_GAP_MS), KILL_SPELL, "", None)
 
     # ---- the event loop ----------------------------------------------------------------
 
@@ -328,16 +345,17 @@ class Simulation:
         self._schedule(self.rng.uniform(0, self.config.tick_ms), TICK, name, self.incarnation[name])
         self._drain(name)
 
-    def crash(self, node: str, power_loss: bool, downtime: float) -> None:
+    def crash(self, node: str, power_loss: bool, downtime: float, rng: random.Random | None = None) -> None:
         """Kill `node` (losing, reordering or tearing unsynced writes on power loss) and
-        restart it after `downtime`."""
+        restart it after `downtime`; the loss draws from `rng` (default: the run's)."""
         if self.cores[node] is None:
             return
+        rng = rng or self.rng
         self.cores[node] = self.drivers[node] = None
         self.incarnation[node] += 1
         self._paused.pop(node, None)  # what it held dies with it
-        mode = self.rng.choice(LOSS_MODE_DRAW)
-        self.disks[node].crash(power_loss, self.rng, mode)
+        mode = rng.choice(LOSS_MODE_DRAW)
+        self.disks[node].crash(power_loss, rng, mode)
         self.stats["powerloss" if power_loss else "crash"] += 1
         self.trace.add(self.now, self.step, node, f"power loss ({mode})" if power_loss else "crash")
         for rid in [rid for rid, op in self._ops.items() if op.node == node]:
@@ -420,6 +438,8 @@ class Simulation:
             if change.role is Role.LEADER:
                 self.stats["elections"] += 1
                 self.inv.on_election(node, change.term)
+                if self._killing_leaders():
+                    self._schedule(self._kill_rng.uniform(*KILL_AFTER_MS), KILL, node, self.incarnation[node])
                 if self.leader_crashes and not self.healed:
                     power = self.rng.random() < 0.3
                     self._schedule(self.rng.uniform(0.0, 30.0), MOMENT_CRASH, node,
@@ -441,7 +461,9 @@ class Simulation:
     def send(self, node: str, peer: str, message: PeerMessage) -> None:
         """`node` sends `message` to `peer` through the simulated network."""
         self.stats["messages"] += 1
-        if self.leader_crashes and _carries_own_term(message) and self.rng.random() < 0.5:
+        churn = self.leader_crashes or self._killing_leaders()
+        rng = self.rng if self.leader_crashes else self._kill_rng  # leaderkill runs: the same
+        if churn and _carries_own_term(message) and rng.random() < 0.5:
             # leader churn: half of a leader's pushes of its own term's entries are lost, so
             # older entries can reach a majority while its no-op does not (Raft's Figure 8)
             self.trace.add(self.now, self.step, node, f"lost to {peer}", message)
@@ -647,6 +669,32 @@ class Simulation:
         # a repairing follower comes back before the leader's pushes to it time out, so the
         # leader streams on (APPEND) over the entries the lost truncation brought back
         self.crash(node, power, self.rng.uniform(20.0, 400.0) if only_leader else self.rng.uniform(5.0, 60.0))
+
+    def _killing_leaders(self) -> bool:
+        """Whether a leaderkill spell lasts (every new leader dies soon after its election)."""
+        return self.now < self._kill_until and not self.healed
+
+    def _on_kill_spell(self, _node: str, _payload: None) -> None:
+        """A leaderkill spell starts: whoever leads dies now, and so will every new leader
+        for a while; the next spell is scheduled."""
+        if self.healed:
+            return
+        rng = self._kill_rng
+        self._kill_until = self.now + rng.uniform(*KILL_SPELL_MS)
+        self.stats["fault-leaderkill"] += 1
+        self.trace.add(self.now, self.step, "sim", f"leader kills until {self._kill_until:.0f}")
+        for node in self.leaders():
+            self._schedule(0.0, KILL, node, self.incarnation[node])
+        self._schedule(rng.uniform(*KILL_GAP_MS), KILL_SPELL, "", None)
+
+    def _on_kill(self, node: str, incarnation: int) -> None:
+        """Kill `node` if it still leads (the process only: the page cache survives)."""
+        core = self.cores[node]
+        alive = core is not None and incarnation == self.incarnation[node]
+        if self.healed or not alive or core.role is not Role.LEADER:
+            return
+        self.stats["leader-killed"] += 1
+        self.crash(node, False, self._kill_rng.uniform(*KILL_DOWN_MS), self._kill_rng)
 
     def _on_pause(self, _node: str, _payload: None) -> None:
         if not self.healed:

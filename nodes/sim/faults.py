@@ -11,10 +11,13 @@ lasts, every new leader crashes within 30 ms of its election, sometimes losing p
 leader churn), repaircrash (while it lasts, a node that truncates its log loses power
 within 3 ms, before the truncation is on disk), pause (a process frozen, mostly the leader's,
 as by SIGSTOP or a GC pause: either within a leader's lease or long enough for another to be
-elected; what reaches it waits in its sockets until it wakes, see `nodes.sim.pause`).
+elected; what reaches it waits in its sockets until it wakes, see `nodes.sim.pause`),
+leaderkill (Jepsen's "kill the leader": a spell that kills whoever leads at once, then every
+new leader 1-40 ms after its election, mid catch-up, each back 20-300 ms later; while it
+lasts, half of a leader's pushes of its own term's entries are lost, as with leadercrash).
 
-Pauses are drawn from a generator of their own, on a schedule of their own, so adding them
-to a mix leaves the other faults' draws as they were.
+Pauses and leader kills are drawn from generators of their own, on schedules of their own,
+so adding them to a mix leaves the other faults' draws as they were.
 """
 
 from __future__ import annotations
@@ -27,9 +30,14 @@ from nodes.sim.clock import SkewedClock
 from nodes.sim.network import LinkModel, Network, between, split
 
 FAULTS = ("partition", "oneway", "bridge", "loss", "dup", "delay", "crash", "powerloss", "skew", "transfer",
-          "leadercrash", "repaircrash", "pause")
+          "leadercrash", "repaircrash", "pause", "leaderkill")
+OWN_SCHEDULE = ("pause", "leaderkill")  # not drawn from the run's generator (see above)
 PAUSE_MS = ((20.0, 250.0), (800.0, 3000.0))  # within a leader's lease, or long enough for another to lead
 PAUSE_GAP_MS = (300.0, 3000.0)  # from one pause's start to the next
+KILL_GAP_MS = (300.0, 3000.0)  # from one leader-kill spell's start to the next
+KILL_SPELL_MS = (200.0, 1500.0)  # how long a spell kills every new leader
+KILL_AFTER_MS = (1.0, 40.0)  # a new leader dies this long after its election
+KILL_DOWN_MS = (20.0, 300.0)  # and restarts this long after
 
 
 def parse_faults(text: str) -> tuple[str, ...]:

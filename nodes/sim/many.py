@@ -20,7 +20,8 @@ from nodes.sim.coverage import coverage_table
 from nodes.sim.faults import parse_faults
 
 MIXES = ("all", "partition,crash,powerloss,repaircrash", "oneway,bridge,loss,dup,delay",
-         "crash,powerloss,skew,transfer,partition,leadercrash,repaircrash")
+         "crash,powerloss,skew,transfer,partition,leadercrash,repaircrash",
+         "leaderkill,crash,leadercrash,repaircrash")  # leader churn: leaders killed mid catch-up (Figure 8)
 
 
 def configs(start: int, count: int | None, sizes: list[int], mixes: list[str], steps: int, flush: str,

@@ -21,7 +21,7 @@ from nodes.sim.faults import parse_faults
 from tests.support.simsearch import SEEDS, first_violation
 
 SIZES = (3, 5, 7)
-SEEDS_PER_CASE = 30  # 3 sizes x 4 mixes x 30 = 360 seeds
+SEEDS_PER_CASE = 30  # 3 sizes x 5 mixes x 30 = 450 seeds
 
 
 @pytest.mark.parametrize("mix", many.MIXES)
