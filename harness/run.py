@@ -3,8 +3,10 @@
 
 Phases of one test: setup → workload + nemesis for the time limit → heal everything → wait
 (bounded) for a leader and catch-up → final reads from every node → collect files →
-check → teardown → report. The check's loading of the history starts as soon as the
-workload ends, and the verdict comes before the teardown. The results folder is complete
+check → teardown → report. Most of the check runs while the test ends (`Preload`): the
+history is loaded once the last fault is stopped, the final logs once they are read, and
+the screen runs over both while the files are collected; the verdict comes before the
+teardown. The results folder is complete
 even when a run is interrupted: test.json and the history prefix are always there, and the
 cluster is always torn down.
 """
@@ -307,6 +309,7 @@ class TestRun:
                 self.phase("catch-up", t)
                 t = time.monotonic()
                 self.test["final_logs"] = read_final_logs(client, db.names, self.run_dir / "final")
+            assert self.preload is not None  # started when the last fault was stopped
             self.preload.ready("finals")
             self.phase("final-reads", t)
         finally:
