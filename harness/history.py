@@ -8,6 +8,7 @@ a usable, checkable prefix.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any, Literal
 
 OpType = Literal["invoke", "ok", "fail", "info"]
 Process = int | str
+log = logging.getLogger("harness")
 
 
 class History:
@@ -62,6 +64,9 @@ class History:
 
     def _write(self, process: Process, op_type: str, f: str, value: Any,
                node: str | None, error: str | None) -> int:
+        if self._file.closed:  # a call that outlived the run: its op stays open (indeterminate)
+            log.warning("history closed: %s %s of process %s not recorded", op_type, f, process)
+            return -1
         line: dict[str, Any] = {"index": self._index, "time": self.now(), "type": op_type,
                                 "process": process, "f": f, "value": value}
         if node is not None:

@@ -51,6 +51,15 @@ def test_completion_without_invoke_and_double_invoke_are_refused(tmp_path):
         assert h.open_processes() == {1: "append"}
 
 
+def test_an_op_that_ends_after_the_history_closed_is_not_recorded(tmp_path):
+    path = tmp_path / "history.jsonl"
+    with History(path) as h:
+        h.invoke(1, "append", {"id": "p1-0"})
+        h.close()  # the run closes it once the last fault is stopped; a stuck call ends later
+        assert h.complete(1, "ok", "append", {"id": "p1-0", "log_index": 0, "term": 1}) == -1
+    assert [op["type"] for op in lines(path)] == ["invoke"]
+
+
 def test_concurrent_writers_never_interleave_lines(tmp_path):
     path = tmp_path / "h.jsonl"
 
