@@ -94,7 +94,7 @@ def check_many(
         tables = Tables(history, finals)
         try:
             ready = time.monotonic()
-            consumed = any(s.get("consume_ops") for s in history.stats.values())
+            consumed = history.consumed
             found = {}
             if replicas is not None:
                 found = screen.findings(spark, tables, witnesses) if screened is None else screened

@@ -116,6 +116,11 @@ class History:
     cached: list[DataFrame]
     lines: int
 
+    @property
+    def consumed(self) -> bool:
+        """Whether any history holds a consume (then the consumer checks run)."""
+        return any(s.get("consume_ops") for s in self.stats.values())
+
     def unpersist(self) -> None:
         for df in self.cached:
             df.unpersist()

@@ -45,7 +45,7 @@ def findings(spark: SparkSession, t: Tables, witnesses: int) -> Found:
     """What the screen finds from the history and the final logs: the exact findings of its
     rows (recovered appends, skipped offsets), and `~<check>` for its suspects and for the
     final logs' flags (`final_log_flags`, a job run beside the grouping)."""
-    consumed = any(s.get("consume_ops") for s in t.history.stats.values())
+    consumed = t.history.consumed
     parts = [
         by_id(t, consumed=consumed),
         read_flags(t),
