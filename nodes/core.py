@@ -79,8 +79,10 @@ class CoreConfig:
 
     `lease_guard` (our addition, off by default as in DLedger): followers that heard from
     a live leader within `timing.leader_lost_ms` refuse higher-term candidates (except a
-    transferee), which is what makes `lease` reads safe; without it lease reads answer
-    UNSUPPORTED. `preferred_leader`: a leader hands over to this peer when it is caught up.
+    transferee), which is what makes `lease` reads safe; a leader that told a transferee
+    to campaign serves none for the rest of its term, since that transferee may still win
+    after the transfer timed out. Without the guard lease reads answer UNSUPPORTED.
+    `preferred_leader`: a leader hands over to this peer when it is caught up.
     `max_read_bytes`: a read answers with entries whose bodies add up to at most this (the
     first entry always) and says in `last_index` where it stopped; None for no limit.
     """
@@ -197,6 +199,9 @@ class Core:
         self._pending: deque[_PendingAppend] = deque()
         self._reads: list[PendingRead] = []
         self._transfer: LeaderTransfer | None = None
+        # set once a transferee was told to campaign: it may still win after the transfer
+        # timed out (its votes need no lease guard), so no lease read for the rest of the term
+        self._lease_forfeited = False
         self._next_preferred_check = now
         self._emit_role()
 
@@ -418,6 +423,7 @@ class Core:
         end = self.log.end_index
         self._dispatchers = {p: Dispatcher(p, end, now) for p in self.others}
         self._confirm = Confirmations(self.others, self.quorum, now)
+        self._lease_forfeited = False
         self._term_start = self.log.append_leader(self.term, b"", MAGIC_NOOP).index
         self._send_heartbeats(now)
         self._replicate()
@@ -632,7 +638,7 @@ class Core:
         if tr is not None and not tr.notified and self.role is Role.LEADER:
             disp = self._dispatchers.get(tr.transferee)
             if disp is not None and disp.match_index >= self.log.end_index:
-                tr.notified = True
+                tr.notified = self._lease_forfeited = True
                 self._send(tr.transferee, TransferRequest(self.term, self.node_id, self._next_seq()))
 
     def _advance_commit(self) -> None:
@@ -764,10 +770,24 @@ class Core:
         return self._lease_valid() and self._term_committed()
 
     def _lease_valid(self) -> bool:
+        return self._lease_valid_at(self._now)
+
+    def _lease_valid_at(self, now: float) -> bool:
         t = self.timing
         return (
-            self._now < self._confirm.confirmed_at + t.leader_lost_ms * (1.0 - t.lease_drift_ratio)
+            now < self._confirm.confirmed_at + t.leader_lost_ms * (1.0 - t.lease_drift_ratio)
             and self._transfer is None
+            and not self._lease_forfeited
+        )
+
+    def serves_lease_reads(self, now: float) -> bool:
+        """Whether this node would answer a lease read at local time `now` without a
+        heartbeat round (for the simulator's lease check; changes nothing)."""
+        return (
+            self.config.lease_guard
+            and self.role is Role.LEADER
+            and self._lease_valid_at(now)
+            and self._term_committed()
         )
 
     def _serve_reads(self) -> None:

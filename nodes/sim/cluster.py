@@ -438,6 +438,10 @@ class Simulation:
             if change.role is Role.LEADER:
                 self.stats["elections"] += 1
                 self.inv.on_election(node, change.term)
+                self.inv.on_leases(node, change.term, {
+                    n: c.term for n, c in self.cores.items()
+                    if n != node and c is not None and c.serves_lease_reads(self._local(n))
+                })
                 if self._killing_leaders():
                     self._schedule(self._kill_rng.uniform(*KILL_AFTER_MS), KILL, node, self.incarnation[node])
                 if self.leader_crashes and not self.healed:

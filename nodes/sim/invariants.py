@@ -8,6 +8,9 @@
 * state machine safety: an index, once committed anywhere, always holds the same entry
   (so committed entries never change or disappear, across crashes and power loss);
 * log matching: two logs with the same (index, term) agree on everything before it;
+* lease safety: when a node becomes leader, no other node would still answer a `lease` read
+  (checked at that instant on each node's own clock, paused nodes included: a leader holds
+  its lease only while the followers' lease guard keeps anyone else from being elected);
 * reads: `read-index` and `lease` reads see every append acknowledged before they were
   invoked, at least the commit index any such read completed before them returned
   (read-after-read order), and only committed entries; `committed` and `follower` reads
@@ -58,6 +61,13 @@ class Invariants:
         if (node, term) in self.led:
             raise Violation("election safety", f"{node} leads term {term} a second time")
         self.led.add((node, term))
+
+    def on_leases(self, node: str, term: int, holders: dict[str, int]) -> None:
+        """Lease safety: `node` became leader of `term` while `holders` (node -> the term it
+        leads) would still answer lease reads."""
+        if holders:
+            held = ", ".join(f"{n} (leader of term {t})" for n, t in sorted(holders.items()))
+            raise Violation("lease safety", f"{node} leads term {term} while {held} still serves lease reads")
 
     def on_leader(self, node: str, term: int, log: list[Entry]) -> None:
         """Leader completeness: the new leader of `term` holds every entry committed in an earlier term."""

@@ -236,6 +236,39 @@ def test_transfer_to_an_unreachable_peer_gives_up_and_the_leader_resumes() -> No
     assert c.responses[appended].code is ResponseCode.SUCCESS
 
 
+def test_a_leader_whose_transferee_was_told_to_campaign_serves_no_more_lease_reads() -> None:
+    # the transferee's votes carry the transfer flag, which the lease guard lets through: it
+    # may still win after the old leader gave up, so that leader's lease means nothing now
+    c = ScriptedCluster(3, config=CoreConfig(lease_guard=True), transfer_timeout_ms=200.0)
+    leader = c.elect()
+    to = next(n for n in c.names if n != leader)
+    c.filters.append(lambda sender, _r, _m: sender == to)  # its campaign is not heard
+    rid = c.request(leader, "client_transfer", to)
+    c.run_until(lambda: rid in c.responses, 1000)
+    assert c.responses[rid].code is ResponseCode.TIMEOUT and c.leaders() == [leader]
+    assert c.core(to).term > c.core(leader).term  # campaigning still
+    rounds = len(c.sent)
+    read = c.request(leader, "client_read", 0, 10, ReadMode.LEASE)
+    c.run_until(lambda: read in c.responses, 200)
+    assert c.responses[read].code is ResponseCode.SUCCESS
+    assert len(c.sent) > rounds  # only after a heartbeat round, as a read-index read
+
+
+def test_a_transfer_that_gave_up_before_the_transferee_heard_of_it_keeps_the_lease() -> None:
+    c = ScriptedCluster(3, config=CoreConfig(lease_guard=True), transfer_timeout_ms=200.0)
+    leader = c.elect()
+    to = next(n for n in c.names if n != leader)
+    c.isolate(to)
+    c.append(leader, b"x")  # the transferee falls behind, so it is never told to campaign
+    rid = c.request(leader, "client_transfer", to)
+    c.run_until(lambda: rid in c.responses, 1000)
+    assert c.responses[rid].code is ResponseCode.TIMEOUT
+    c.run(50)
+    rounds = len(c.sent)
+    ok = c.responses[c.request(leader, "client_read", 0, 10, ReadMode.LEASE)]
+    assert ok.code is ResponseCode.SUCCESS and len(c.sent) == rounds
+
+
 def test_transfer_refusals() -> None:
     c = ScriptedCluster(3)
     leader = c.elect()

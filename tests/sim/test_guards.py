@@ -174,6 +174,10 @@ PAUSED = {"faults": "pause", "clients": 6}
 LATE = {"answer in time", "liveness"}
 # leaders killed again and again, mid catch-up (some before their no-op spreads: Figure 8),
 # other nodes crashed at random; longer runs, as it takes several rounds of leaders
+# a read-heavy workload with lease reads and crashes: a node that lost an election it had voted
+# itself in restarts and campaigns at once in the next term (`Core.__init__`), its log as long as
+# the others' since few appends come, while the leader it lost to still holds its lease
+RESTARTED_SELF_VOTER = {"lease_guard": True, "faults": "crash,pause", "append_share": 0.05}
 CHURN = {"faults": "leaderkill,crash,leadercrash", "nodes": 3, "steps": 8000}
 
 _KEEP_CONFLICTS = _patch(replication, "_held", _held_whatever_the_term)
@@ -218,8 +222,8 @@ BROKEN: dict[str, Broken] = {
     "vote.reject.lease-guard": Broken(
         "a follower within its leader's lease grants higher-term candidates (lease reads go stale)",
         _judge_as_if(leader_guard=False),
-        {"lease read"},
-        LEASE,
+        {"lease read", "lease safety"},
+        RESTARTED_SELF_VOTER,
     ),
     # ---- commit ----
     "commit.earlier-term-guard": Broken(
@@ -356,23 +360,10 @@ NOT_YET: dict[str, str] = {
     "vote.reject.taking-leadership": (
         "no invariant can see it: a transferee that votes for a rival in the term it is about to "
         "campaign in only makes the transfer fail (a round passes only with the candidate's own "
-        "vote, since 669eb2d)"
-    ),
-    "vote.reject.lease-guard": (
-        "needs two leaders at once, which the random runs almost never hold (with the guard broken, "
-        "twice in 200 seeds, for 10 and 59 ms): a node cut off from the leader alone never reaches a "
-        "higher term (test_lone_link.py: the others answer already-has-leader, rule 6), nor does it "
-        "with an idle spell (none in 120 seeds of such cuts); the higher-term candidates are former "
-        "leaders, transferees (the lease is off during a transfer) and restarted nodes that voted "
-        "for themselves, whose logs are behind unless the clients were idle while they were down; "
-        "and the old leader hears of the new term at its next heartbeat (100 ms), or sooner at an "
-        "append or read-index read, so a new leader's acknowledged append or read must come first "
-        "and a lease read at the old leader next, inside that window. Pausing the old leader (the "
-        "pause fault) does not reach it either (none in 200 seeds of pause,crash with lease reads): "
-        "its lease outlives only a pause under 270 ms, less than a follower's timeout, so a "
-        "higher-term candidate with a log as long as the voters' must already be there, and a "
-        "split vote's loser lacks the winner's no-op: only a restarted self-voter whose log is "
-        "complete fits, and it must come back within such a pause"
+        "vote, since 669eb2d), and the rival's log is not behind (rules 3-4 came first), so Raft "
+        "allows its win and the transfer API allows the failure. Measured: 150 seeds of "
+        "transfer,delay,loss end 394 transfers with SUCCESS with the guard broken, 435 with it in "
+        "place (-9 %): a rate, not a finding"
     ),
 }
 
