@@ -207,6 +207,19 @@ def test_lease_read_is_served_without_a_round_while_the_lease_holds() -> None:
     assert ok.code is ResponseCode.SUCCESS and len(c.sent) == rounds  # no message needed
 
 
+def test_a_leader_serves_lease_reads_only_with_the_guard_and_until_its_lease_runs_out() -> None:
+    c = ScriptedCluster(3, config=CoreConfig(lease_guard=True))
+    leader = c.elect()
+    c.run(50)
+    assert c.core(leader).serves_lease_reads(c.now)
+    assert not any(c.core(n).serves_lease_reads(c.now) for n in c.names if n != leader)
+    c.isolate(leader)
+    c.run(c.config.timing.leader_lost_ms * 0.95)
+    assert not c.core(leader).serves_lease_reads(c.now)  # its last quorum round is too old
+    plain = ScriptedCluster(3)
+    assert not plain.core(plain.elect()).serves_lease_reads(plain.now)
+
+
 def test_leadership_transfer_hands_over_to_a_caught_up_peer() -> None:
     c = ScriptedCluster(3)
     old = c.elect()

@@ -133,3 +133,10 @@ def test_a_leader_must_hold_what_earlier_terms_committed_not_what_later_ones_did
         inv.on_leader("n3", 4, entries(1, 1))
     with pytest.raises(Violation, match="n3 leads term 3 without committed entry 1"):
         inv.on_leader("n3", 3, entries(1, 2))
+
+
+def test_a_new_leader_while_another_still_serves_lease_reads_breaks_lease_safety() -> None:
+    inv = Invariants()
+    inv.on_leases("n2", 5, {})
+    with pytest.raises(Violation, match=r"n2 leads term 5 while n1 \(leader of term 4\) still serves"):
+        inv.on_leases("n2", 5, {"n1": 4})
