@@ -158,7 +158,7 @@ def run_test(args: argparse.Namespace, faults: list[str], name: str, seed: int) 
             args.interrupted = True
             test["interrupted"] = True
             print(
-                f"\ninterrupted: the cluster was torn down; the history prefix is in {run_dir}\n"
+                f"\ninterrupted: tearing the cluster down; the history prefix is in {run_dir}\n"
                 f"check it with: python -m checkers check {run_dir}",
                 file=sys.stderr,
             )
