@@ -122,6 +122,9 @@ class PromoteResult:
     node: str
 
 
+RECV_BYTES = 1 << 16
+
+
 class _Unsent(Exception):
     """The request never left (connect or send failed): its outcome is definite."""
 
@@ -144,6 +147,9 @@ class _Connection:
         self._sock: socket.socket | None = None
         self._parser = FrameParser()
         self._next_id = 1
+        # replies are read into this one buffer: a fresh 64 KiB bytes object per recv, cut
+        # down to the few bytes that came, fragments the C heap of a long-running caller
+        self._recv_buf = bytearray(RECV_BYTES)
 
     def call(self, request: Any, deadline: float) -> Any:
         """Send `request`, return the decoded reply; _Unsent or _Lost on failure."""
@@ -182,10 +188,12 @@ class _Connection:
             if remaining <= 0:
                 raise _Lost("timed out waiting for the reply")
             self._sock.settimeout(remaining)
-            data = self._sock.recv(1 << 16)
-            if not data:
+            n = self._sock.recv_into(self._recv_buf)
+            if not n:
                 raise _Lost("connection closed by the node")
-            for frame in self._parser.feed(data):
+            with memoryview(self._recv_buf) as view:
+                frames = self._parser.feed(view[:n])
+            for frame in frames:
                 if frame.request_id == request_id:  # replies to earlier timed-out calls are skipped
                     return self._codec.decode(frame.msg_type, frame.payload)
 

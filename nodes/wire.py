@@ -74,7 +74,7 @@ class FrameParser:
         self._buf = bytearray()
         self._max = max_frame
 
-    def feed(self, data: bytes) -> list[Frame]:
+    def feed(self, data: bytes | memoryview) -> list[Frame]:
         """Add `data`; return every frame now complete. FrameError on a bad length or version."""
         buf = self._buf
         buf += data
