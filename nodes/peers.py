@@ -22,7 +22,6 @@ log = logging.getLogger(__name__)
 RECONNECT_MIN_S = 0.02
 RECONNECT_MAX_S = 0.5
 CONNECT_TIMEOUT_S = 1.0
-MAX_BUFFERED = 32 * 1024 * 1024  # bytes waiting in one link's transport before it drops messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,13 +66,27 @@ class _LinkProtocol(asyncio.Protocol):
             self.lost.set_result(exc)
 
 
-class PeerLink:
-    """One outbound connection to one peer, kept up by a reconnect loop."""
+HA_MAX_BUFFERED = 32 * 1024 * 1024  # master-slave bounds its data in flight by entries, not bytes
 
-    def __init__(self, me: str, group: str, peer: str, address: Address, codec: MessageCodec) -> None:
+
+def buffer_limit(max_inflight_pushes: int, max_batch_bytes: int) -> int:
+    """Bytes a DLedger link may hold unsent before it drops messages: twice what the pushes
+    in flight can carry. A healthy link never holds more (the dispatcher waits on acks); a
+    link to a paused or cut-off peer would otherwise pile up resent pushes in the node's
+    heap. Raft tolerates the loss: the dispatcher resends after its timeout."""
+    return 2 * max_inflight_pushes * max_batch_bytes
+
+
+class PeerLink:
+    """One outbound connection to one peer, kept up by a reconnect loop; while more than
+    `max_buffered` bytes wait unsent, messages to it are dropped (counted in `dropped`)."""
+
+    def __init__(self, me: str, group: str, peer: str, address: Address, codec: MessageCodec,
+                 max_buffered: int) -> None:
         self.peer = peer
         self.address = address
         self._codec = codec
+        self._max_buffered = max_buffered
         self._hello = bytes(frame_message(codec, PeerHello(me, group), 0))
         self._transport: asyncio.Transport | None = None
         self._pending: list[bytes] = []
@@ -92,7 +105,7 @@ class PeerLink:
     def send(self, message: Any) -> None:
         """Queue `message` for the peer; written once per event-loop turn, dropped while down."""
         transport = self._transport
-        if transport is None or transport.get_write_buffer_size() > MAX_BUFFERED:
+        if transport is None or transport.get_write_buffer_size() > self._max_buffered:
             self.dropped += 1
             return
         try:

@@ -48,7 +48,7 @@ from nodes.events import EventLog
 from nodes.ha.config import BrokerRole, HaConfig
 from nodes.ha.node import HaNode
 from nodes.logic import HaControl, NodeLogic
-from nodes.peers import Address, PeerLink
+from nodes.peers import HA_MAX_BUFFERED, Address, PeerLink, buffer_limit
 from nodes.protocol import (
     DLEDGER_PEER_TYPES,
     FIRST_PEER_TYPE,
@@ -215,8 +215,11 @@ class NodeServer:
         self.max_body = min(limits.max_body, self.store.max_body)
         self.logic = self._make_logic(state, limits)
         self._peer_types = DLEDGER_PEER_TYPES if config.ha is None else HA_PEER_TYPES
+        t = config.timing
+        max_buffered = (HA_MAX_BUFFERED if config.ha is not None
+                        else buffer_limit(t.max_inflight_pushes, t.max_batch_bytes))
         self.links = {
-            peer: PeerLink(config.node, config.group, peer, addr, self.codec)
+            peer: PeerLink(config.node, config.group, peer, addr, self.codec, max_buffered)
             for peer, addr in config.peers.items()
             if peer != config.node
         }
