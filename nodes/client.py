@@ -54,7 +54,7 @@ from nodes.messages import (
 from nodes.peers import Address
 from nodes.protocol import wire_codec
 from nodes.store.logstore import Entry
-from nodes.wire import FrameError, FrameParser, encode_frame
+from nodes.wire import RECV_BYTES, FrameError, FrameParser, encode_frame
 
 RETRY_PAUSE_S = 0.05  # between rounds over the nodes while no leader is known
 
@@ -120,9 +120,6 @@ class PullResult:
 class PromoteResult:
     epoch: int
     node: str
-
-
-RECV_BYTES = 1 << 16
 
 
 class _Unsent(Exception):

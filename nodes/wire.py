@@ -67,6 +67,9 @@ def _check_length(length: int) -> None:
         raise ValueError(f"frame of {length} bytes exceeds the {MAX_FRAME}-byte limit; send smaller batches")
 
 
+RECV_BYTES = 1 << 16  # one read of a connection: a buffer this size is reused for every read
+
+
 class FrameParser:
     """Incremental frame decoder over a byte stream."""
 
