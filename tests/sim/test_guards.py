@@ -172,12 +172,12 @@ SMALL_DISKS = {"small_disks": 1.0}  # every run's disks small enough to fill
 # some still send to it after the new leader acknowledged an append
 PAUSED = {"faults": "pause", "clients": 6}
 LATE = {"answer in time", "liveness"}
-# leaders killed again and again, mid catch-up (some before their no-op spreads: Figure 8),
-# other nodes crashed at random; longer runs, as it takes several rounds of leaders
 # a read-heavy workload with lease reads and crashes: a node that lost an election it had voted
 # itself in restarts and campaigns at once in the next term (`Core.__init__`), its log as long as
 # the others' since few appends come, while the leader it lost to still holds its lease
 RESTARTED_SELF_VOTER = {"lease_guard": True, "faults": "crash,pause", "append_share": 0.05}
+# leaders killed again and again, mid catch-up (some before their no-op spreads: Figure 8),
+# other nodes crashed at random; longer runs, as it takes several rounds of leaders
 CHURN = {"faults": "leaderkill,crash,leadercrash", "nodes": 3, "steps": 8000}
 
 _KEEP_CONFLICTS = _patch(replication, "_held", _held_whatever_the_term)
