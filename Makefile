@@ -4,6 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+# make test's pytest workers: the Docker, chaos and local-cluster tests run in turn on one,
+# the rest spread over all (tests/conftest.py)
+TEST_WORKERS ?= 2
 
 .PHONY: setup debootstrap chromium test lint chaos compare nightly image sim checker-service bench bench-store bench-node bench-failover bench-checker bench-harness bench-nemesis soak clean
 
@@ -30,7 +33,7 @@ lint: setup
 	$(VENV)/bin/ruff check nodes harness nemesis checkers tests bench
 
 test: setup lint debootstrap chromium
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # The same seeded test against DLedger, SYNC_MASTER and ASYNC_MASTER, one table (see harness/compare.py).
 compare: setup debootstrap

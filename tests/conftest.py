@@ -24,6 +24,18 @@ def spark():
     spark.stop()
 
 
+# Tests that start containers or node processes share the machine's Docker engine and
+# loopback ports: under `pytest -n N --dist loadgroup` (make test) they all run on one
+# worker, one after the other, while the other workers take the rest.
+SERIAL_MARKERS = frozenset({"docker", "chaos", "cluster"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(item.get_closest_marker(name) for name in SERIAL_MARKERS):
+            item.add_marker(pytest.mark.xdist_group("engine"))
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--cells", metavar="SUBSTRING[,...]|all", default=None,
                      help="the nightly sweep's cells tests/chaos/test_sweep_cells.py runs: those whose name "
