@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from nodes.core import Ready
+from nodes.core import NOTHING, Ready
 from nodes.coverage import hit
 from nodes.logic import NodeLogic
 from nodes.logview import Append, StoreWrite
@@ -105,7 +105,7 @@ class Driver:
     def drive(self) -> Ready:
         """Take the core's outputs and carry them out; return them."""
         ready = self.core.ready()
-        if ready:
+        if ready is not NOTHING and ready:  # NOTHING: the core's shared empty batch
             self._carry_out(ready)
         store = self.store
         if self._sync and not self.flushing and store.flushed_index < store.end_index:

@@ -23,6 +23,7 @@ import random
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from nodes import coverage
@@ -279,6 +280,8 @@ class Simulation:
         cfg = self.config
         handlers = self._handlers
         queue = self._queue
+        deadlines = self.deadlines
+        heappop = heapq.heappop
         while queue:
             if not self.healed and self.step >= cfg.steps:
                 self._heal()
@@ -287,10 +290,11 @@ class Simulation:
                     break
                 if self.now > self._deadline:
                     raise self._not_live()
-            self.now, _, kind, node, payload = heapq.heappop(queue)
+            self.now, _, kind, node, payload = heappop(queue)
             self.step += 1
             handlers[kind](node, payload)
-            self.deadlines.check(self.now)
+            if deadlines.due_before(self.now):
+                deadlines.check(self.now)
         check_log_matching(self._logs())
 
     def _logs(self) -> dict[str, list[Entry]]:
@@ -374,12 +378,13 @@ class Simulation:
         if held is not None:  # the timer fires when it wakes, and runs on from there
             held.hold("timer", lambda: self._on_tick(node, incarnation))
             return
-        core.tick(self._local(node))
-        self._drain(node)
+        local = self.clocks[node].local(self.now)
+        core.tick(local)
         driver = self.drivers[node]
         assert driver is not None
-        self.disks[node].check_space(self._local(node))
-        driver.tick(self._local(node))
+        driver.drive()
+        self.disks[node].check_space(local)
+        driver.tick(local)
         self._schedule(self.config.tick_ms, TICK, node, incarnation)
 
     def _on_deliver(self, node: str, payload: tuple[str, PeerMessage]) -> None:
@@ -399,8 +404,8 @@ class Simulation:
         core = self.cores[node]
         assert core is not None
         self.trace.add(self.now, self.step, node, f"recv from {sender}", message)
-        core.receive(sender, message, self._local(node))
-        self._drain(node)
+        core.receive(sender, message, self.clocks[node].local(self.now))
+        self.drivers[node].drive()  # type: ignore[union-attr]  # running: its core is
 
     def _on_flush(self, node: str, incarnation: int) -> None:
         disk = self.disks[node]
@@ -472,8 +477,10 @@ class Simulation:
             # older entries can reach a majority while its no-op does not (Raft's Figure 8)
             self.trace.add(self.now, self.step, node, f"lost to {peer}", message)
             return
+        now, queue, payload = self.now, self._queue, (node, message)
         for delay in self.network.delays():
-            self._schedule(delay, DELIVER, peer, (node, message))
+            self._seq += 1
+            heapq.heappush(queue, (now + delay, self._seq, DELIVER, peer, payload))
 
     def start_flush(self, node: str) -> None:
         """`node`'s driver asks for a group-commit flush: the disk does it a while later."""
@@ -833,23 +840,16 @@ def _carries_own_term(message: PeerMessage) -> bool:
 
 
 class _Host:
-    """One simulated node's side of the driver: the simulation's network, clients and disk."""
+    """One simulated node's side of the driver: the simulation's network, clients and disk
+    (bound once: a driver calls these on every event)."""
+
+    __slots__ = ("applied", "complete", "send", "start_flush")
 
     def __init__(self, sim: Simulation, node: str) -> None:
-        self._sim = sim
-        self._node = node
-
-    def send(self, peer: str, message: PeerMessage) -> None:
-        self._sim.send(self._node, peer, message)
-
-    def complete(self, token: int, response: ClientResponse) -> None:
-        self._sim.complete(token, response)
-
-    def start_flush(self) -> None:
-        self._sim.start_flush(self._node)
-
-    def applied(self, ready: Ready) -> None:
-        self._sim.applied(self._node, ready)
+        self.send = partial(sim.send, node)
+        self.complete = sim.complete
+        self.start_flush = partial(sim.start_flush, node)
+        self.applied = partial(sim.applied, node)
 
 
 def run_seed(config: SimConfig) -> SimResult:

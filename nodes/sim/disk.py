@@ -109,8 +109,10 @@ class SimDisk:
         """The store's retention check (the server's store runs it every `check_interval_s`,
         the simulator on every tick), skipped while the disk's use is what it last checked:
         as nothing expires within a run, the check would find what it found then."""
+        if self.retention is None or self.store is None:
+            return
         used = self.fs.used()
-        if self.store is not None and self.retention is not None and used != self._checked:
+        if used != self._checked:
             self._checked = used
             removed = self.store.clean(now_ms / 1000)
             assert not removed, f"retention deleted {removed}: `log` assumes that it never does"

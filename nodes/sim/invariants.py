@@ -195,6 +195,11 @@ class Deadlines:
         """Request `rid` was answered, or its node crashed (it owes no answer)."""
         self._pending.pop(rid, None)
 
+    def due_before(self, now: float) -> bool:
+        """Whether some request was due before `now` (answered or not): `check` has work."""
+        due = self._due
+        return bool(due) and due[0][0] < now
+
     def check(self, now: float) -> None:
         """Raise if a request still unanswered was due before `now`."""
         due = self._due
