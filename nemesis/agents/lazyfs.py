@@ -3,6 +3,7 @@
     python3 lazyfs.py mount BACKING MOUNTPOINT   # daemonise; returns once mounted (idempotent)
     python3 lazyfs.py crash MOUNTPOINT           # power loss: drop the unsynced, remount fresh
     python3 lazyfs.py status MOUNTPOINT          # exit 0 and say nothing when mounted and alive
+    python3 lazyfs.py cut --at EPOCH MOUNTPOINT  # the disk dies at that instant (see below)
 
 MOUNTPOINT passes through to the BACKING directory, except that file contents change only
 in the daemon's memory: every write and every size change (truncate, O_TRUNC) of a file is
@@ -24,6 +25,21 @@ old daemon's memory and the old mount's page cache are gone; the JSON it prints 
 was dropped (`files`, `pages`, `bytes` at 4 KiB page granularity). Kill the processes
 using the mount first (as a power loss does): a process that survives keeps the dead
 mount and gets errors from it.
+
+`cut --at EPOCH` makes the power loss happen at one instant on every node it is given to
+(all nodes share a clock: containers share the kernel's, machines run NTP). From that
+wall-clock time on, the disk takes nothing more: every request that would make something
+durable (fsync, fsyncdir, and the metadata changes create, mkdir, unlink, rmdir, rename,
+setattr) is held for HOLD_S and then fails with EIO, as on a disk that died, while plain
+writes still land in the overlay, like a page cache whose disk is gone; the `crash` that
+follows drops them. (Held for good, a request would keep its process from dying of
+SIGKILL: the kernel waits for the daemon's answer to a request the daemon has read.)
+Without it a power loss "at once" on several nodes is as simultaneous as the commands
+that kill them, and a node killed tens of milliseconds after the others has fsynced what
+they lost. It prints `late_ms`, how long after EPOCH the cut was set (0 when set before); an earlier cut
+already set stays; a fresh mount (and so `crash`) forgets it. The daemon counts the
+requests the dead disk refused (`held`: in the state dir's `.held` file as it goes, and
+in what `crash` prints), which shows the cut took effect.
 
 The overlay (`PendingFile`, `Overlay`) and the inode table (`Inodes`) are plain classes,
 unit-tested without FUSE; pyfuse3 and trio (Debian's python3-pyfuse3) are needed only to
@@ -57,6 +73,7 @@ except ImportError:
     _Operations = object
 
 PAGE = 4096
+HOLD_S = 0.2  # how long a request to a cut disk waits before it fails (see `cut`)
 ROOT = 1  # pyfuse3.ROOT_INODE
 FS_TYPE = "fuse.lazyfs"
 STATE_DIR = Path("/run/lazyfs")
@@ -279,12 +296,23 @@ def _fuse_errors(method: Callable[..., Any]) -> Callable[..., Any]:
 class LazyFs(_Operations):
     """The FUSE operations: a passthrough to `backing` with file contents in an `Overlay`."""
 
-    def __init__(self, backing: str) -> None:
+    def __init__(self, backing: str, cut_file: Path | None = None, held_file: Path | None = None) -> None:
         super().__init__()
+        self.cut_file, self.held_file = cut_file, held_file
+        self.held = 0  # requests the dead disk refused (see `cut`)
         root = os.fsencode(os.path.abspath(backing))
         self.inodes = Inodes(root, os.lstat(root).st_ino)
         self.overlay = Overlay()
         self.handles: dict[int, int] = {}  # open backing fd (the FUSE file handle) -> inode
+
+    async def _disk(self) -> None:
+        """Return when the disk still takes requests; after the cut, fail with EIO (see `cut`)."""
+        if self.cut_file is not None and disk_cut(self.cut_file, time.time()):
+            self.held += 1
+            if self.held_file is not None:
+                self.held_file.write_text(str(self.held))
+            await trio.sleep(HOLD_S)
+            raise pyfuse3.FUSEError(errno.EIO)
 
     def _attrs(self, inode: int, st: os.stat_result) -> pyfuse3.EntryAttributes:
         attrs = pyfuse3.EntryAttributes()
@@ -334,6 +362,7 @@ class LazyFs(_Operations):
     @_fuse_errors
     async def setattr(self, inode: int, attr: pyfuse3.EntryAttributes, fields: Any, fh: int | None,
                       ctx: Any) -> pyfuse3.EntryAttributes:
+        await self._disk()
         target: int | bytes = fh if fh is not None else self.inodes.path(inode)
         if fields.update_size:
             fd = fh if fh is not None else os.open(target, OPEN_FLAGS)
@@ -355,6 +384,7 @@ class LazyFs(_Operations):
 
     @_fuse_errors
     async def mkdir(self, parent_inode: int, name: bytes, mode: int, ctx: Any) -> pyfuse3.EntryAttributes:
+        await self._disk()
         os.mkdir(self.inodes.child_path(parent_inode, name), stat.S_IMODE(mode))
         return self._entry(parent_inode, name)
 
@@ -366,15 +396,18 @@ class LazyFs(_Operations):
 
     @_fuse_errors
     async def unlink(self, parent_inode: int, name: bytes, ctx: Any) -> None:
+        await self._disk()
         self._remove(parent_inode, name, os.unlink)
 
     @_fuse_errors
     async def rmdir(self, parent_inode: int, name: bytes, ctx: Any) -> None:
+        await self._disk()
         self._remove(parent_inode, name, os.rmdir)
 
     @_fuse_errors
     async def rename(self, parent_inode_old: int, name_old: bytes, parent_inode_new: int, name_new: bytes,
                      flags: int, ctx: Any) -> None:
+        await self._disk()
         old = self.inodes.child_path(parent_inode_old, name_old)
         new = self.inodes.child_path(parent_inode_new, name_new)
         try:
@@ -404,6 +437,7 @@ class LazyFs(_Operations):
     @_fuse_errors
     async def create(self, parent_inode: int, name: bytes, mode: int, flags: int,
                      ctx: Any) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
+        await self._disk()
         path = self.inodes.child_path(parent_inode, name)
         fd = os.open(path, OPEN_FLAGS | os.O_CREAT | (flags & os.O_EXCL), stat.S_IMODE(mode))
         try:
@@ -432,6 +466,7 @@ class LazyFs(_Operations):
 
     @_fuse_errors
     async def fsync(self, fh: int, datasync: bool) -> None:
+        await self._disk()
         self.overlay.sync(self.handles[fh], fh)  # applied at once: reads of the backing file stay right
         await trio.to_thread.run_sync(os.fdatasync if datasync else os.fsync, fh)
 
@@ -459,6 +494,7 @@ class LazyFs(_Operations):
 
     @_fuse_errors
     async def fsyncdir(self, fh: int, datasync: bool) -> None:
+        await self._disk()
         fd = os.open(self.inodes.path(fh), os.O_RDONLY | os.O_DIRECTORY)
         try:
             os.fsync(fd)
@@ -480,7 +516,21 @@ class LazyFs(_Operations):
 
 def _state_paths(mountpoint: str) -> dict[str, Path]:
     key = os.path.abspath(mountpoint).strip("/").replace("/", "_") or "root"
-    return {kind: STATE_DIR / f"{key}.{kind}" for kind in ("json", "log", "dropped.json")}
+    return {kind: STATE_DIR / f"{key}.{kind}" for kind in ("json", "log", "dropped.json", "cut", "held")}
+
+
+def cut_time(cut_file: Path) -> float | None:
+    """The epoch time written to `cut_file`, or None when no cut is set."""
+    try:
+        return float(cut_file.read_text())
+    except (OSError, ValueError):  # none set (never half written: `cut` renames it in whole)
+        return None
+
+
+def disk_cut(cut_file: Path, now: float) -> bool:
+    """Whether the cut set in `cut_file` has come by `now`."""
+    at = cut_time(cut_file)
+    return at is not None and now >= at
 
 
 def _read_state(mountpoint: str) -> dict[str, Any] | None:
@@ -552,7 +602,7 @@ async def _run(fs: LazyFs, dropped: Path) -> None:
     async def power_switch() -> None:
         with trio.open_signal_receiver(signal.SIGUSR1) as signals:
             async for _ in signals:
-                dropped.write_text(json.dumps(fs.overlay.stats()))
+                dropped.write_text(json.dumps({**fs.overlay.stats(), "held": fs.held}))
                 os._exit(0)
 
     async with trio.open_nursery() as nursery:
@@ -570,6 +620,8 @@ def mount(backing: str, mountpoint: str) -> int:
     os.makedirs(mountpoint, exist_ok=True)
     paths = _state_paths(mountpoint)
     STATE_DIR.mkdir(parents=True, exist_ok=True)
+    paths["cut"].unlink(missing_ok=True)  # a fresh disk
+    paths["held"].unlink(missing_ok=True)
     ready_r, ready_w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the daemon
@@ -581,7 +633,7 @@ def mount(backing: str, mountpoint: str) -> int:
         os.dup2(log, 1)
         os.dup2(log, 2)
         try:
-            fs = LazyFs(backing)
+            fs = LazyFs(backing, paths["cut"], paths["held"])
             _start(fs, mountpoint)
             state = {"pid": os.getpid(), "backing": os.path.abspath(backing),
                      "mountpoint": os.path.abspath(mountpoint)}
@@ -628,6 +680,22 @@ def crash(mountpoint: str) -> int:
     return status
 
 
+def cut(mountpoint: str, at: float) -> int:
+    """Set the instant the disk of `mountpoint` dies; print how late that was set."""
+    state = _read_state(mountpoint)
+    if state is None or not _alive(state["pid"]):
+        print(f"no lazyfs daemon serves {mountpoint}: nothing to cut", file=sys.stderr)
+        return 1
+    target = _state_paths(mountpoint)["cut"]
+    earlier = cut_time(target)
+    if earlier is None or at < earlier:
+        staged = target.with_suffix(".cut-staged")
+        staged.write_text(repr(at))
+        os.replace(staged, target)
+    print(json.dumps({"late_ms": round(max(0.0, time.time() - at) * 1000, 1)}))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -636,11 +704,16 @@ def main(argv: list[str] | None = None) -> int:
     command.add_argument("mountpoint")
     for name in ("crash", "status"):
         commands.add_parser(name).add_argument("mountpoint")
+    command = commands.add_parser("cut")
+    command.add_argument("--at", type=float, required=True, help="epoch seconds the disk dies at")
+    command.add_argument("mountpoint")
     args = parser.parse_args(argv)
     if args.command == "mount":
         return mount(args.backing, args.mountpoint)
     if args.command == "crash":
         return crash(args.mountpoint)
+    if args.command == "cut":
+        return cut(args.mountpoint, args.at)
     text = problem(args.mountpoint)
     if text:
         print(text)

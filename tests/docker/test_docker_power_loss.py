@@ -9,11 +9,13 @@ at once while clients append: with `--flush sync` no acknowledged append is lost
 from __future__ import annotations
 
 import base64
+import errno
 import json
 import random
 import secrets
 import shlex
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +27,7 @@ from harness.cluster import Removed, remove_labelled
 from harness.db import Db
 from harness.errors import HarnessError
 from harness.wait import wait_for
-from nemesis.power import POWER_LOSS, PowerFault
+from nemesis.power import LAZYFS, POWER_LOSS, PowerFault
 from nodes.client import Client, ClientError
 
 pytestmark = pytest.mark.docker
@@ -113,6 +115,51 @@ def test_only_fsynced_writes_and_msynced_maps_survive_a_power_loss(fuse3: Db, po
     assert sorted(power.leftovers()) == sorted(f"{n}: the node process is not running" for n in fuse3.names)
     power.stop()
     assert power.leftovers() == []
+    fuse3.exec("n1", f"rm -r {FILES}")
+
+
+BEFORE_CUT = r"""
+import os
+for name, data in (("before-cut", b"A"), ("after-cut", b"")):
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, data)
+    os.fsync(fd)
+    os.close(fd)
+"""
+AFTER_CUT = r"""
+import os
+fd = os.open("after-cut", os.O_WRONLY | os.O_TRUNC)
+os.write(fd, b"G" * 5000)
+print("written", flush=True)
+try:
+    os.fsync(fd)
+    print("fsync returned", flush=True)
+except OSError as e:
+    print("fsync failed", e.errno, flush=True)
+"""
+
+
+def test_a_cut_disk_holds_every_fsync_and_the_power_loss_takes_what_came_after(
+        fuse3: Db, power: PowerFault) -> None:
+    """`lazyfs.py cut --at`: from the shared moment on nothing becomes durable (the fsync
+    fails), so nodes cut at one moment lose the same stretch however late they die."""
+    for node in fuse3.names:
+        fuse3.mount(node)
+    fuse3.exec("n1", f"mkdir -p {FILES} && cd {FILES} && python3 -c {shlex.quote(BEFORE_CUT)}")
+    cut = json.loads(fuse3.exec("n1", f"python3 {LAZYFS} cut --at {time.time()!r} {fuse3.data_dir}"))
+    assert cut["late_ms"] >= 0
+    fuse3.exec("n1", f"cd {FILES} && (python3 -c {shlex.quote(AFTER_CUT)} > /tmp/after-cut.out 2>&1 &)")
+    held = "/run/lazyfs/var_lib_dledger.held"
+    out = wait_for(lambda: "fsync" in (text := fuse3.exec("n1", "cat /tmp/after-cut.out")) and text, 30,
+                   "the writer's fsync on the cut disk neither failed nor returned within 30 s")
+    assert out.split() == ["written", "fsync", "failed", str(errno.EIO)]
+    assert fuse3.exec("n1", f"cat {held}").strip() == "1"
+
+    value = power.start(random.Random(1))  # its own cut, later, leaves n1's earlier one in place
+    assert sorted(value["late_ms"]) == fuse3.names
+    assert value["dropped"]["n1"]["held"] == 1 and value["dropped"]["n1"]["pages"] >= 2
+    assert files(fuse3, "n1") == {"before-cut": b"A", "after-cut": b""}
+    power.stop()
     fuse3.exec("n1", f"rm -r {FILES}")
 
 
