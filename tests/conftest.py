@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -25,15 +26,50 @@ def spark():
 
 
 # Tests that start containers or node processes share the machine's Docker engine and
-# loopback ports: under `pytest -n N --dist loadgroup` (make test) they all run on one
-# worker, one after the other, while the other workers take the rest.
+# loopback ports: under `pytest -n N` (make test) they all run on one worker, one after the
+# other, while the other workers take the rest. (xdist's own `--dist loadgroup` cannot do
+# it under pytest 9, whose test ids it can no longer suffix.) The workers, which see the
+# markers, write those tests' ids to a file; the controller's scheduler reads it.
 SERIAL_MARKERS = frozenset({"docker", "chaos", "cluster"})
+ENGINE_TESTS = "DLEDGER_CHAOS_ENGINE_TESTS"  # the file's path, set by the controller for its workers
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if any(item.get_closest_marker(name) for name in SERIAL_MARKERS):
-            item.add_marker(pytest.mark.xdist_group("engine"))
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None):
+        os.environ[ENGINE_TESTS] = str(Path(tempfile.mkdtemp(prefix="engine-tests-")) / "ids")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and ENGINE_TESTS in os.environ:
+        shutil.rmtree(Path(os.environ.pop(ENGINE_TESTS)).parent, ignore_errors=True)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    target = os.environ.get(ENGINE_TESTS)
+    if target is None or not hasattr(config, "workerinput"):
+        return
+    ids = [item.nodeid for item in items if any(item.get_closest_marker(name) for name in SERIAL_MARKERS)]
+    staged = Path(f"{target}.{os.getpid()}")
+    staged.write_text("\n".join(ids))
+    os.replace(staged, target)  # every worker writes the same list; whole, never half
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """`-n N` (`--dist load`): the engine tests as one unit of work, every other test alone."""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class EngineScheduling(LoadScopeScheduling):
+        engine: frozenset[str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.engine is None:  # read once every worker has collected (and so written it)
+                self.engine = frozenset(Path(os.environ[ENGINE_TESTS]).read_text().splitlines())
+            return "engine" if nodeid in self.engine else nodeid
+
+    return EngineScheduling(config, log)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
