@@ -80,6 +80,9 @@ CONTROLS = (
     Cell("isolate-lose", "an isolated ASYNC_MASTER acknowledges writes no slave has; promoting a slave "
          "loses them", expect="invalid", mode="master-slave-async", time_limit=15, extra=ISOLATE_LOSE,
          control=True),
+    Cell("power-loss", "ASYNC_MASTER with async flush acknowledges what no disk has: when every node loses "
+         "power at once, acknowledged writes are gone", expect="invalid", mode="master-slave-async",
+         flush="async", time_limit=40, extra=EVERY_NODE_LOSES_POWER, variant="all-nodes", control=True),
 )
 
 DLEDGER = (
@@ -116,8 +119,6 @@ SYNC_MASTER = (
     Cell("default", DURABLE_MASTER, mode="master-slave-sync", nodes=5, time_limit=60),
     *(Cell(family, DURABLE_MASTER, mode="master-slave-sync") for family in MASTER_SLAVE_REST),
 )
-# Not a cell: ASYNC_MASTER with async flush under whole-cluster power loss came back valid (seed 21,
-# 6 power losses, each dropping 7-9 unsynced pages of one file per node): no acknowledged write lost.
 ASYNC_MASTER = (
     Cell("lose-node", "an ASYNC_MASTER acknowledges before its slaves pull; losing it loses what they had "
          "not pulled", expect="invalid", mode="master-slave-async",
