@@ -489,13 +489,16 @@ class Core:
                 self._increase_term_now = False
                 self._next_vote_at = self._vote_interval()
                 return
+        # the transfer flag passes the voters' lease guards, so only in the term the leader
+        # handed over: in a later one another node may lead by now, with a lease of its own
+        taking = self._taking
         req = VoteRequest(
             self.term,
             self.node_id,
             self.log.end_index,
             self.log.end_term,
             self._next_seq(),
-            self._taking is not None,
+            taking is not None and self.term == taking.term,
         )
         rnd = self._round = VoteRound(self.term, req.seq, now + self.timing.vote_wait_ms, len(self.peers))
         result = judge_vote(req, self._voter_view(), self_vote=True)

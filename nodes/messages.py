@@ -126,8 +126,9 @@ class ReadMode(IntEnum):
 class VoteRequest:
     """A candidate asks for a vote at `term`, showing its log end.
 
-    `transfer` is set by a transferee taking leadership on the leader's request; it passes
-    the lease guard (our addition) that otherwise keeps a live leader's followers loyal.
+    `transfer` is set by a transferee taking leadership on the leader's request, in the term
+    the leader handed over only; it passes the lease guard (our addition) that otherwise
+    keeps a live leader's followers loyal.
     """
 
     term: int

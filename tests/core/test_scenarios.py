@@ -267,6 +267,28 @@ def test_a_leader_whose_transferee_was_told_to_campaign_serves_no_more_lease_rea
     assert len(c.sent) > rounds  # only after a heartbeat round, as a read-index read
 
 
+def test_a_transferee_carries_the_transfer_flag_only_in_the_term_it_was_handed() -> None:
+    # the flag passes the lease guard; in a later term another node may lead by now, with a
+    # lease its followers' guards protect, so a later round asks like any candidate
+    c = ScriptedCluster(3, config=CoreConfig(lease_guard=True), transfer_timeout_ms=2000.0)
+    leader = c.elect()
+    to, other = (n for n in c.names if n != leader)
+    handed = c.core(leader).term + 1
+    c.filters.append(lambda sender, _r, _m: sender == to)  # its campaign is not heard
+
+    def asked() -> list[VoteRequest]:
+        return [m for s, _p, m in c.sent if s == to and isinstance(m, VoteRequest)]
+
+    c.request(leader, "client_transfer", to)
+    c.run_until(lambda: any(m.term == handed for m in asked()), 1000)
+    x = c.core(to)
+    x.receive(other, VoteRequest(handed + 3, other, x.log.end_index, x.log.end_term, 1, True), c.now)
+    c.drain(to)  # a higher term reached it: its next round is in a later term, still taking over
+    c.run_until(lambda: any(m.term > handed for m in asked()), 1000)
+    assert {m.transfer for m in asked() if m.term == handed} == {True}
+    assert {m.transfer for m in asked() if m.term > handed} == {False}
+
+
 def test_a_transfer_that_gave_up_before_the_transferee_heard_of_it_keeps_the_lease() -> None:
     c = ScriptedCluster(3, config=CoreConfig(lease_guard=True), transfer_timeout_ms=200.0)
     leader = c.elect()
