@@ -405,7 +405,7 @@ class Simulation:
         assert core is not None
         self.trace.add(self.now, self.step, node, f"recv from {sender}", message)
         core.receive(sender, message, self.clocks[node].local(self.now))
-        self.drivers[node].drive()  # type: ignore[union-attr]  # running: its core is
+        self.drivers[node].drive()  # type: ignore[union-attr]  # a running node has a driver
 
     def _on_flush(self, node: str, incarnation: int) -> None:
         disk = self.disks[node]
