@@ -55,6 +55,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     os.replace(staged, target)  # every worker writes the same list; whole, never half
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist (a dev dependency)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """`-n N` (`--dist load`): the engine tests as one unit of work, every other test alone."""
     if config.getoption("dist") != "load":
