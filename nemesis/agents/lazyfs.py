@@ -37,7 +37,8 @@ SIGKILL: the kernel waits for the daemon's answer to a request the daemon has re
 Without it a power loss "at once" on several nodes is as simultaneous as the commands
 that kill them, and a node killed tens of milliseconds after the others has fsynced what
 they lost. It prints `late_ms`, how long after EPOCH the cut was set (0 when set before); an earlier cut
-already set stays; a fresh mount (and so `crash`) forgets it. The daemon counts the
+already set stays; a fresh mount (and so `crash`) forgets it, and until then `status`
+reports the cut disk (a power loss that did not follow: healing remounts it). The daemon counts the
 requests the dead disk refused (`held`: in the state dir's `.held` file as it goes, and
 in what `crash` prints), which shows the cut took effect.
 
@@ -567,6 +568,9 @@ def problem(mountpoint: str) -> str | None:
         os.stat(mountpoint)
     except OSError as e:
         return f"lazyfs at {mountpoint} does not answer: {e}"
+    at = cut_time(_state_paths(mountpoint)["cut"])
+    if at is not None:  # a power loss that did not finish: the disk takes nothing, remount it
+        return f"the disk of lazyfs at {mountpoint} was cut at {at!r} and the power loss did not follow"
     return None
 
 

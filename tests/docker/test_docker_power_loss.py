@@ -154,6 +154,8 @@ def test_a_cut_disk_holds_every_fsync_and_the_power_loss_takes_what_came_after(
                    "the writer's fsync on the cut disk neither failed nor returned within 30 s")
     assert out.split() == ["written", "fsync", "failed", str(errno.EIO)]
     assert fuse3.exec("n1", f"cat {held}").strip() == "1"
+    cut_left = f"n1: the disk of lazyfs at {fuse3.data_dir} was cut at"
+    assert any(line.startswith(cut_left) for line in power.leftovers())  # a heal would remount it
 
     value = power.start(random.Random(1))  # its own cut, later, leaves n1's earlier one in place
     assert sorted(value["late_ms"]) == fuse3.names
