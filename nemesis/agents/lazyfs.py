@@ -36,15 +36,15 @@ follows drops them. (Held for good, a request would keep its process from dying 
 SIGKILL: the kernel waits for the daemon's answer to a request the daemon has read.)
 Without it a power loss "at once" on several nodes is as simultaneous as the commands
 that kill them, and a node killed tens of milliseconds after the others has fsynced what
-they lost. It prints `late_ms`, how long after EPOCH the cut was set (0 when set before); an earlier cut
-already set stays; a fresh mount (and so `crash`) forgets it, and until then `status`
-reports the cut disk (a power loss that did not follow: healing remounts it). The daemon counts the
-requests the dead disk refused (`held`: in the state dir's `.held` file as it goes, and
-in what `crash` prints), which shows the cut took effect.
+they lost. It prints `late_ms`, how long after EPOCH the cut was set (0 when set before).
+The earliest cut set stays; a fresh mount (and so `crash`) forgets it, and until then
+`status` reports the cut disk (a power loss that did not follow: healing remounts it).
+The daemon counts the requests the dead disk refused (`held`: in the state dir's `.held`
+file as it goes, and in what `crash` prints), which shows the cut took effect.
 
 The overlay (`PendingFile`, `Overlay`) and the inode table (`Inodes`) are plain classes,
 unit-tested without FUSE; pyfuse3 and trio (Debian's python3-pyfuse3) are needed only to
-serve. State lives in /run/lazyfs/<mountpoint with / as _>.{json,log,dropped.json}.
+serve. State lives in /run/lazyfs/<mountpoint with / as _>.{json,log,dropped.json,cut,held}.
 """
 
 from __future__ import annotations

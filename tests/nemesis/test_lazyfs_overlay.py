@@ -6,13 +6,16 @@ new one starts over the same backing files.
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from nemesis.agents import lazyfs
 from nemesis.agents.lazyfs import PAGE, ROOT, Inodes, Overlay
 
 INODE = 7
@@ -145,3 +148,25 @@ def test_forgotten_linked_inodes_keep_their_number() -> None:
     inodes.table[file].lookups = 1
     assert not inodes.forget(file, 1)
     assert inodes.entry(ROOT, b"currterm", backing=105) == file
+
+
+def test_a_cut_keeps_the_earliest_moment_and_says_how_late_it_was_set(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`lazyfs.py cut --at`: the disk dies at the earliest moment any cut named; `late_ms` is
+    how long after its moment a cut was set."""
+    monkeypatch.setattr(lazyfs, "STATE_DIR", tmp_path)
+    mountpoint = "/var/lib/dledger"
+    cut_file = lazyfs._state_paths(mountpoint)["cut"]
+    assert lazyfs.cut(mountpoint, 1.0) == 1  # no daemon serves it: nothing to cut
+    assert lazyfs.cut_time(cut_file) is None
+    lazyfs._state_paths(mountpoint)["json"].write_text(json.dumps({"pid": os.getpid()}))
+    capsys.readouterr()
+
+    now = time.time()
+    assert lazyfs.cut(mountpoint, now + 60) == 0
+    assert json.loads(capsys.readouterr().out) == {"late_ms": 0.0}
+    assert lazyfs.cut_time(cut_file) == now + 60 and not lazyfs.disk_cut(cut_file, now)
+    assert lazyfs.cut(mountpoint, now - 2) == 0  # earlier: the disk dies sooner (already dead)
+    assert json.loads(capsys.readouterr().out)["late_ms"] >= 2000
+    assert lazyfs.cut(mountpoint, now + 120) == 0  # later: the earlier moment stays
+    assert lazyfs.cut_time(cut_file) == now - 2 and lazyfs.disk_cut(cut_file, now)
