@@ -31,6 +31,7 @@ chromium:
 
 lint: setup
 	$(VENV)/bin/ruff check nodes harness nemesis checkers tests bench
+	$(VENV)/bin/mypy
 
 test: setup lint debootstrap chromium
 	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)

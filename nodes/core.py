@@ -639,8 +639,8 @@ class Core:
         self._advance_commit()
         tr = self._transfer
         if tr is not None and not tr.notified and self.role is Role.LEADER:
-            disp = self._dispatchers.get(tr.transferee)
-            if disp is not None and disp.match_index >= self.log.end_index:
+            transferee = self._dispatchers.get(tr.transferee)
+            if transferee is not None and transferee.match_index >= self.log.end_index:
                 tr.notified = self._lease_forfeited = True
                 self._send(tr.transferee, TransferRequest(self.term, self.node_id, self._next_seq()))
 

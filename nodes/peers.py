@@ -89,7 +89,7 @@ class PeerLink:
         self._max_buffered = max_buffered
         self._hello = bytes(frame_message(codec, PeerHello(me, group), 0))
         self._transport: asyncio.Transport | None = None
-        self._pending: list[bytes] = []
+        self._pending: list[bytes | bytearray] = []
         self._flush_scheduled = False
         self._task: asyncio.Task[None] | None = None
         self._closed = False

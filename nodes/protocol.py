@@ -97,7 +97,7 @@ def wire_limits(
     leader = max(members, key=lambda node: len(node.encode()))
     empty = Entry(0, 0, b"")
     carriers: list[object] = [m.PushRequest(0, leader, 0, m.PushType.APPEND, 0, 0, 0, [empty])]
-    answers = [(m.ReadResponse(m.ResponseCode.SUCCESS, [], 0, leader, 0),
+    answers: list[tuple[object, object]] = [(m.ReadResponse(m.ResponseCode.SUCCESS, [], 0, leader, 0),
                 m.ReadResponse(m.ResponseCode.SUCCESS, [empty], 0, leader, 0))]
     if master_slave:
         carriers.append(m.HaPush(0, leader, False, 0, [empty]))

@@ -97,7 +97,7 @@ class _Waiter(NamedTuple):
 
     conn: _Connection
     request_id: int
-    count: int = 1
+    count: int = 1  # type: ignore[assignment]  # a field named as tuple.count: fine at run time
 
 
 class _Connection(asyncio.BufferedProtocol):
@@ -113,7 +113,7 @@ class _Connection(asyncio.BufferedProtocol):
         self._parser = FrameParser()
         self._recv = memoryview(bytearray(RECV_BYTES))
         self._transport: asyncio.Transport | None = None
-        self._out: list[bytes] = []
+        self._out: list[bytes | bytearray] = []
         self.peer: str | None = None
         self.name = "?"
 
@@ -508,12 +508,11 @@ class NodeServer:
         if len(waiters) == 1:
             waiters[0].conn.reply(waiters[0].request_id, response)
             return
-        first = response.first_index
-        if first < 0:
+        if not isinstance(response, m.AppendResponse) or response.first_index < 0:
             for w in waiters:
                 w.conn.reply(w.request_id, response)
             return
-        code, term, leader = response.code, response.term, response.leader
+        first, code, term, leader = response.first_index, response.code, response.term, response.leader
         for w in waiters:  # a batch of appends: each request gets its own slice of the indexes
             last = first + w.count - 1
             w.conn.reply(w.request_id, m.AppendResponse(code, term, first, last, leader))

@@ -9,6 +9,7 @@ timeout (`follower_jitter_ms`) so followers of a dead leader do not all wake at 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +68,7 @@ PROFILES: dict[str, Timing] = {
 }
 
 
-def timing_profile(name: str, **overrides: float) -> Timing:
+def timing_profile(name: str, **overrides: Any) -> Timing:
     """The profile `name` with `overrides` applied; ValueError for unknown names or fields."""
     if name not in PROFILES:
         raise ValueError(f"unknown timing profile {name!r}: use one of {', '.join(PROFILES)}")

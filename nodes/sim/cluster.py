@@ -58,7 +58,7 @@ from nodes.sim.faults import (
 from nodes.sim.invariants import Deadlines, Invariants, Violation, check_log_matching
 from nodes.sim.network import Network
 from nodes.sim.pause import Held
-from nodes.sim.simfs import NoSpace
+from nodes.sim.simfs import LossMode, NoSpace
 from nodes.sim.trace import Trace
 from nodes.store.logstore import Entry, StoreError
 from nodes.timing import timing_profile
@@ -69,7 +69,8 @@ INFLIGHT = (1, 2, 4)  # max unacknowledged pushes per follower, drawn per run
 APPEND_TIMEOUTS = (2000.0, 400.0, 100.0)  # ms, drawn per run
 READ_TIMEOUTS = (1000.0, 150.0, 40.0)
 TRANSFER_TIMEOUTS = (1000.0, 100.0)
-LOSS_MODE_DRAW = ("reorder-tear", "reorder-tear", "reorder-tear", "lose-unsynced")  # per power loss
+# per power loss
+LOSS_MODE_DRAW: tuple[LossMode, ...] = ("reorder-tear", "reorder-tear", "reorder-tear", "lose-unsynced")
 TAKE_VOTE_MS = ((10.0, 40.0), (150.0, 400.0))  # a transferee's vote interval: slow ones meet rivals
 THINK_MS = ((1.0, 20.0), (1.0, 20.0), (50.0, 400.0))  # a client's pause between ops, drawn per run:
 # some runs leave the leader idle between appends (idle-only paths: COMMIT pushes, restarts)
@@ -167,15 +168,19 @@ class Simulation:
         # push batches and pipelining vary per run (down to one entry per push, one in flight),
         # so a new leader's no-op does not always travel with the older entries (Figure 8)
         # and so do the client-facing timeouts, short enough in some runs to fire under faults
+        batch, inflight = rng.choice(BATCH_SIZES), rng.choice(INFLIGHT)
+        append_timeout, read_timeout = rng.choice(APPEND_TIMEOUTS), rng.choice(READ_TIMEOUTS)
+        transfer_timeout = rng.choice(TRANSFER_TIMEOUTS)
+        take_vote_min, take_vote_max = rng.choice(TAKE_VOTE_MS)
         timing = dataclasses.replace(
             timing_profile(config.profile),
-            max_batch_entries=rng.choice(BATCH_SIZES),
-            max_inflight_pushes=rng.choice(INFLIGHT),
-            append_timeout_ms=rng.choice(APPEND_TIMEOUTS),
-            read_timeout_ms=rng.choice(READ_TIMEOUTS),
-            transfer_timeout_ms=rng.choice(TRANSFER_TIMEOUTS),
-            **dict(zip(("take_leadership_min_vote_ms", "take_leadership_max_vote_ms"),
-                       rng.choice(TAKE_VOTE_MS), strict=True)),
+            max_batch_entries=batch,
+            max_inflight_pushes=inflight,
+            append_timeout_ms=append_timeout,
+            read_timeout_ms=read_timeout,
+            transfer_timeout_ms=transfer_timeout,
+            take_leadership_min_vote_ms=take_vote_min,
+            take_leadership_max_vote_ms=take_vote_max,
         )
         self.core_config = CoreConfig(timing, config.flush, lease_guard)
         self._think_ms = rng.choice(THINK_MS)
@@ -675,7 +680,7 @@ class Simulation:
         incarnation, only_leader, power = payload
         core = self.cores[node]
         alive = core is not None and incarnation == self.incarnation[node]
-        if self.healed or not alive or (only_leader and core.role is not Role.LEADER):
+        if self.healed or core is None or not alive or (only_leader and core.role is not Role.LEADER):
             return
         # a repairing follower comes back before the leader's pushes to it time out, so the
         # leader streams on (APPEND) over the entries the lost truncation brought back
@@ -702,7 +707,7 @@ class Simulation:
         """Kill `node` if it still leads (the process only: the page cache survives)."""
         core = self.cores[node]
         alive = core is not None and incarnation == self.incarnation[node]
-        if self.healed or not alive or core.role is not Role.LEADER:
+        if self.healed or core is None or not alive or core.role is not Role.LEADER:
             return
         self.stats["leader-killed"] += 1
         self.crash(node, False, self._kill_rng.uniform(*KILL_DOWN_MS), self._kill_rng)

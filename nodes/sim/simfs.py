@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from functools import partial
 from pathlib import Path
-from typing import Literal, SupportsIndex
+from typing import Any, Literal, SupportsIndex, overload
 
 PAGE = 4096
 SECTOR = 512
@@ -142,13 +142,19 @@ class SimMap(bytearray):
         if self.closed:
             raise ValueError("mmap closed or invalid")
 
-    def __getitem__(self, key: SupportsIndex | slice) -> int | bytes:  # type: ignore[override]
+    @overload  # type: ignore[override]
+    def __getitem__(self, key: SupportsIndex) -> int: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> bytes: ...
+
+    def __getitem__(self, key: SupportsIndex | slice) -> int | bytes:
         self._check_open()
         if isinstance(key, slice):
             return bytes(memoryview(self)[key])
         return bytearray.__getitem__(self, key)
 
-    def __setitem__(self, key: SupportsIndex | slice, value) -> None:  # type: ignore[override]
+    def __setitem__(self, key: SupportsIndex | slice, value: Any) -> None:  # type: ignore[override]
         self._check_open()
         if isinstance(key, slice):
             start, stop, step = key.indices(len(self))

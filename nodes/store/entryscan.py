@@ -8,12 +8,14 @@ cannot parse; `Scan.stop` then says where and why.
 
 from __future__ import annotations
 
+import mmap
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from nodes.store.entrycodec import BLANK, BLANK_SIZE, HEADER, HEADER_SIZE, MAGIC_BLANK, chain_crc
+from nodes.store.fs import MappedFile
 from nodes.store.logstore import MAGIC_NOOP, MAGIC_NORMAL
 
 ENTRY_MAGICS = (MAGIC_NORMAL, MAGIC_NOOP)
@@ -24,7 +26,7 @@ class StoredEntry(NamedTuple):
     """One entry as found on disk. `chain_crc_ok` is True for the walk's first entry when its
     predecessor is unknown (earlier files deleted by retention, or a walk started mid-store)."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # a field named as tuple.index: fine at run time
     term: int
     pos: int
     size: int
@@ -53,7 +55,7 @@ class SegmentView(NamedTuple):
     """A data file to walk: its starting offset, its bytes, and the configured file size."""
 
     offset: int
-    buf: bytes | memoryview
+    buf: bytes | memoryview | mmap.mmap | MappedFile
     size: int
 
 
