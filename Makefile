@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # the rest spread over all (tests/conftest.py)
 TEST_WORKERS ?= 2
 
-.PHONY: setup debootstrap chromium test lint chaos compare nightly image sim checker-service bench bench-store bench-node bench-failover bench-checker bench-harness bench-nemesis soak clean
+.PHONY: setup debootstrap chromium test lint chaos compare nightly image sim sim-build checker-service bench bench-store bench-node bench-failover bench-checker bench-harness bench-nemesis soak clean
 
 setup: $(STAMP)
 
@@ -33,7 +33,7 @@ lint: setup
 	$(VENV)/bin/ruff check nodes harness nemesis checkers tests bench
 	$(VENV)/bin/mypy
 
-test: setup lint debootstrap chromium
+test: setup lint sim-build debootstrap chromium
 	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The same seeded test against DLedger, SYNC_MASTER and ASYNC_MASTER, one table (see harness/compare.py).
@@ -55,7 +55,11 @@ image: setup debootstrap
 chaos: setup debootstrap
 	$(PY) -m harness run --nodes 5 --time-limit 60 --nemesis default
 
-sim: setup
+# The simulator compiled with mypyc (nodes/sim/compiled.py): built once per change of nodes/.
+sim-build: setup
+	$(PY) -m nodes build-sim
+
+sim: setup sim-build
 	$(PY) -m nodes simulate-many --budget 300 --json bench/results/sim.json
 
 checker-service: setup
@@ -87,5 +91,5 @@ soak: setup debootstrap
 
 clean:
 	-$(PY) -m harness clean
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis build *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -15,6 +15,7 @@ COMMANDS = {
     "promote": "nodes.tools",
     "simulate": "nodes.sim.cli",
     "simulate-many": "nodes.sim.many",
+    "build-sim": "nodes.sim.compiled",
 }
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ import random
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from nodes.coverage import hit
 from nodes.election import ParseResult, Role, VoteRound, VoterView, judge_heartbeat, judge_vote
@@ -244,7 +244,7 @@ class Core:
         self._now = now
         if sender not in self.members or sender == self.node_id:
             return
-        handler = self._handlers[type(message)]
+        handler = _HANDLERS[type(message)]
         handler(self, sender, message)
 
     def store_progress(self, now: float) -> None:
@@ -850,12 +850,14 @@ class Core:
             return
         self._start_transfer(disp.peer, None)
 
-    _handlers: ClassVar[dict[type, Callable[[Core, str, Any], None]]] = {
-        VoteRequest: _on_vote_request,
-        VoteResponse: _on_vote_response,
-        HeartbeatRequest: _on_heartbeat,
-        HeartbeatResponse: _on_heartbeat_response,
-        PushRequest: _on_push,
-        PushResponse: _on_push_response,
-        TransferRequest: _on_transfer,
-    }
+
+# a peer message's handler, by its type (after the class: mypyc compiles no method references in a class body)
+_HANDLERS: dict[type, Callable[[Core, str, Any], None]] = {
+    VoteRequest: Core._on_vote_request,
+    VoteResponse: Core._on_vote_response,
+    HeartbeatRequest: Core._on_heartbeat,
+    HeartbeatResponse: Core._on_heartbeat_response,
+    PushRequest: Core._on_push,
+    PushResponse: Core._on_push_response,
+    TransferRequest: Core._on_transfer,
+}

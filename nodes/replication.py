@@ -24,7 +24,7 @@ from nodes.store.logstore import Entry
 from nodes.timing import Timing
 
 
-class SafetyError(AssertionError):
+class SafetyError(Exception):
     """The core was asked to do something that would break a Raft safety property."""
 
 

@@ -6,7 +6,8 @@ import argparse
 
 from nodes.cliparse import EXIT_INVALID, EXIT_VALID
 from nodes.core import FLUSH_POLICIES
-from nodes.sim.cluster import SimConfig, run_seed
+from nodes.sim.cluster import run_seed
+from nodes.sim.config import SimConfig
 from nodes.sim.faults import parse_faults
 from nodes.timing import PROFILES
 

@@ -42,9 +42,9 @@ from nodes.messages import (
 )
 from nodes.replication import SafetyError
 from nodes.sim.clock import SkewedClock
+from nodes.sim.config import SimConfig
 from nodes.sim.disk import DIRECTORY, UNCHANGED, SimDisk, disk_capacity
 from nodes.sim.faults import (
-    FAULTS,
     KILL_AFTER_MS,
     KILL_DOWN_MS,
     KILL_GAP_MS,
@@ -58,7 +58,8 @@ from nodes.sim.faults import (
 from nodes.sim.invariants import Deadlines, Invariants, Violation, check_log_matching
 from nodes.sim.network import Network
 from nodes.sim.pause import Held
-from nodes.sim.simfs import LossMode, NoSpace
+from nodes.sim.simfs import LossMode
+from nodes.sim.simmap import NoSpace
 from nodes.sim.trace import Trace
 from nodes.store.logstore import Entry, StoreError
 from nodes.timing import timing_profile
@@ -82,28 +83,6 @@ BODY_PADDING = (0, 0, 150, 400)  # bytes after an append's id, per run: entries 
 
 (TICK, DELIVER, FLUSH, CLIENT, CLIENT_TIMEOUT, FAULT, FAULT_END, RESTART, PROBE, MOMENT_CRASH,
  TRANSFER, PAUSE, WAKE, GIVE_UP, KILL_SPELL, KILL) = range(16)
-
-
-@dataclass(frozen=True, slots=True)
-class SimConfig:
-    """One simulated run. `lease_guard` None: chosen from the seed."""
-
-    seed: int
-    nodes: int = 5
-    steps: int = 4000
-    faults: tuple[str, ...] = FAULTS
-    flush: str = "sync"
-    profile: str = "fast"
-    clients: int = 3
-    append_share: float = 0.6  # of client operations; the rest are reads
-    lease_guard: bool | None = None
-    tick_ms: float = 10.0
-    fsync_ms: float = 2.0
-    async_flush_ms: float = 10.0
-    liveness_ms: float | None = None  # None: 20 s, or 30 leader-loss timeouts if longer
-    small_disks: float = 0.3  # share of the runs with small disks (about 1 in 11 of those fills up)
-    fault_gap_ms: tuple[float, float] = (50.0, 600.0)
-    fault_length_ms: tuple[float, float] = (100.0, 1500.0)
 
 
 @dataclass(slots=True)

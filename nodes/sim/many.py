@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import sys
 import time
@@ -13,9 +12,11 @@ from collections.abc import Iterator
 from multiprocessing.pool import AsyncResult, Pool
 from pathlib import Path
 
-from nodes.cliparse import EXIT_INVALID, EXIT_VALID
+from nodes.cliparse import EXIT_INTERNAL, EXIT_INVALID, EXIT_VALID
 from nodes.sim.cli import add_common, cluster_size, positive
-from nodes.sim.cluster import SimConfig, run_seed
+from nodes.sim.cluster import run_seed
+from nodes.sim.compiled import ENGINES, choose, engine_here, worker_context
+from nodes.sim.config import SimConfig
 from nodes.sim.coverage import coverage_table
 from nodes.sim.faults import parse_faults
 
@@ -72,6 +73,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"(default {';'.join(MIXES)})")
     parser.add_argument("--jobs", type=positive, default=min(2, os.cpu_count() or 1),
                         help="worker processes (default: 2, or 1 on one core)")
+    parser.add_argument("--engine", choices=ENGINES, default="auto",
+                        help="run the seeds on the compiled simulator (`make sim-build`), interpreted, or "
+                             "compiled when it is built for these sources (default auto)")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     parser.add_argument("--show", type=positive, default=3,
                         help="print the full report of this many violations (default 3)")
@@ -87,13 +91,19 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, argparse.ArgumentTypeError) as exc:
         print(f"simulate-many: error: {exc}", file=sys.stderr)
         return 254
+    build = choose(args.engine)
     started = time.monotonic()
     deadline = started + args.budget
     source = configs(args.start, args.seeds, sizes, mixes, args.steps, args.flush, args.profile, args.clients)
     done, violations = 0, []
     fired: Counter[str] = Counter()
     reached: Counter[str] = Counter()
-    with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+    with worker_context(build) as context, context.Pool(args.jobs) as pool:
+        engine = pool.apply(engine_here)
+        if engine != ("compiled" if build else "interpreted"):
+            print(f"simulate-many: error: the workers run {engine}, not from {build or 'the sources'}",
+                  file=sys.stderr)
+            return EXIT_INTERNAL
         for seed, kind, report, rules in _bounded(pool, source, args.jobs * 2, deadline):
             done += 1
             fired.update(rules)
@@ -106,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.monotonic() - started
     rate = done / elapsed if elapsed > 0 else 0.0
     print(f"{done} seeds ({args.flush} flush, sizes {args.nodes}, {len(mixes)} fault mixes, "
-          f"{args.steps} steps) in {elapsed:.1f} s on {args.jobs} workers: {rate:.1f} seeds/s, "
+          f"{args.steps} steps) in {elapsed:.1f} s on {args.jobs} {engine} workers: {rate:.1f} seeds/s, "
           f"{len(violations)} with a violation")
     table = coverage_table(done, reached, fired)
     print(table.text)
@@ -114,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({
             "seeds": done, "start": args.start, "flush": args.flush, "sizes": sizes, "mixes": mixes,
-            "steps": args.steps, "jobs": args.jobs, "seconds": round(elapsed, 2),
+            "steps": args.steps, "jobs": args.jobs, "engine": engine, "seconds": round(elapsed, 2),
             "seeds_per_second": round(rate, 2),
             "violations": [{"seed": s, "kind": k} for s, k in sorted(violations)],
             "coverage": table.rows,

@@ -20,17 +20,17 @@ class Ticker:
         self._interval = interval_s
         self._task = task
         self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
+        self._worker = threading.Thread(target=self._run, name=name, daemon=True)
+        self._worker.start()
 
     def _run(self) -> None:
         while not self._stopped.wait(self._interval):
             try:
                 self._task()
             except Exception:
-                log.exception("%s failed", self._thread.name)
+                log.exception("%s failed", self._worker.name)
 
     def stop(self) -> None:
         self._stopped.set()
-        if self._thread is not threading.current_thread():
-            self._thread.join()
+        if self._worker is not threading.current_thread():
+            self._worker.join()

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from nodes.sim.disk import BURST, RETENTION, ROOMY, SimDisk, disk_capacity
-from nodes.sim.simfs import NoSpace, SimFileSystem
+from nodes.sim.simfs import SimFileSystem
+from nodes.sim.simmap import NoSpace
 from nodes.store.entrycodec import HEADER_SIZE
 
 

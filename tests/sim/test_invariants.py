@@ -12,7 +12,8 @@ import pytest
 from nodes.coverage import RULES, UNREACHABLE
 from nodes.driver import apply_writes
 from nodes.logview import Append, StoreWrite, Truncate
-from nodes.sim.cluster import SimConfig, run_seed
+from nodes.sim.cluster import run_seed
+from nodes.sim.config import SimConfig
 from nodes.sim.coverage import coverage_table
 from nodes.sim.disk import UNCHANGED, SimDisk
 from nodes.sim.invariants import Invariants, Violation, check_log_matching, check_new_entries

@@ -8,7 +8,8 @@ import pytest
 
 from nodes.core import Ready
 from nodes.election import Role
-from nodes.sim.cluster import SimConfig, Simulation
+from nodes.sim.cluster import Simulation
+from nodes.sim.config import SimConfig
 from nodes.sim.faults import KILL_AFTER_MS, KILL_DOWN_MS
 
 

@@ -8,7 +8,8 @@ import random
 import pytest
 
 from nodes.election import Role
-from nodes.sim.cluster import SimConfig, Simulation, run_seed
+from nodes.sim.cluster import Simulation, run_seed
+from nodes.sim.config import SimConfig
 from nodes.sim.invariants import Deadlines, Violation
 from nodes.sim.pause import Held
 

@@ -16,7 +16,8 @@ from nodes.election import Role
 from nodes.messages import ReadMode
 from nodes.sim import many
 from nodes.sim.cli import run as simulate_run
-from nodes.sim.cluster import SimConfig, run_seed
+from nodes.sim.cluster import run_seed
+from nodes.sim.config import SimConfig
 from nodes.sim.faults import parse_faults
 from tests.support.simsearch import SEEDS, first_violation
 
@@ -167,6 +168,7 @@ def test_simulate_many_reports_seeds_per_second(tmp_path: Path, capsys: pytest.C
         flush="sync",
         profile="fast",
         clients=2,
+        engine="interpreted",
     )
     assert many.run(args) == 0
     assert "6 seeds" in capsys.readouterr().out and "seeds_per_second" in out.read_text()

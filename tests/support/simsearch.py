@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from nodes.sim.cluster import SimConfig, SimResult, run_seed
+from nodes.sim.cluster import SimResult, run_seed
+from nodes.sim.config import SimConfig
 from nodes.sim.faults import parse_faults
 
 SEEDS = 60  # a broken guard must show within this many seeds

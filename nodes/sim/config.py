@@ -1,0 +1,33 @@
+"""What one simulated run is: `SimConfig`, the seed and the knobs around it.
+
+Its own module, outside the compiled simulator (`nodes.sim.compiled`): `simulate-many`
+pickles configs to its worker processes, which mypyc's frozen native classes do not allow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nodes.sim.faults import FAULTS
+
+
+@dataclass(frozen=True, slots=True)
+class SimConfig:
+    """One simulated run. `lease_guard` None: chosen from the seed."""
+
+    seed: int
+    nodes: int = 5
+    steps: int = 4000
+    faults: tuple[str, ...] = FAULTS
+    flush: str = "sync"
+    profile: str = "fast"
+    clients: int = 3
+    append_share: float = 0.6  # of client operations; the rest are reads
+    lease_guard: bool | None = None
+    tick_ms: float = 10.0
+    fsync_ms: float = 2.0
+    async_flush_ms: float = 10.0
+    liveness_ms: float | None = None  # None: 20 s, or 30 leader-loss timeouts if longer
+    small_disks: float = 0.3  # share of the runs with small disks (about 1 in 11 of those fills up)
+    fault_gap_ms: tuple[float, float] = (50.0, 600.0)
+    fault_length_ms: tuple[float, float] = (100.0, 1500.0)
