@@ -194,7 +194,9 @@ def _compile(work: Path, paths: list[str], log: Callable[[str], None]) -> None:
             log(f"build-sim:   cc {Path(source).name}")
     if proc.wait() != 0:
         tail = "\n".join(line for line in lines if "error" in line.lower())[-4000:] or "\n".join(lines[-40:])
-        raise RuntimeError(f"compiling the simulator failed (exit {proc.returncode}):\n{tail}")
+        raise RuntimeError(f"compiling the simulator failed (exit {proc.returncode}; it needs a C "
+                           "compiler and the Python headers; `simulate-many --engine interpreted` runs "
+                           f"without):\n{tail}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

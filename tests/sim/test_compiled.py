@@ -85,6 +85,15 @@ def test_the_simulator_imports_nothing_it_cannot_compile_but_what_is_listed() ->
     assert not set(modules) & set(compiled.INTERPRETED)
 
 
+def test_a_module_mypyc_rejects_fails_the_build_with_the_reason(tmp_path: Path) -> None:
+    _write_package(tmp_path, {"__init__.py": "", "bad.py": 'COUNT: int = "three"\n'})
+    progress: list[str] = []
+    with pytest.raises(RuntimeError, match="compiling the simulator failed") as failed:
+        compiled._compile(tmp_path, ["nodes/bad.py"], progress.append)
+    assert "bad.py:1: error" in str(failed.value) and "C compiler" in str(failed.value)
+    assert not list(tmp_path.rglob("*.so"))
+
+
 @pytest.fixture(scope="module")
 def build() -> Path:
     """The build for the current sources (`make test` makes it first; else made here, ~1 min)."""
