@@ -33,7 +33,7 @@ lint: setup
 	$(VENV)/bin/ruff check nodes harness nemesis checkers tests bench
 	$(VENV)/bin/mypy
 
-test: setup lint sim-build debootstrap chromium
+test: setup lint debootstrap chromium
 	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The same seeded test against DLedger, SYNC_MASTER and ASYNC_MASTER, one table (see harness/compare.py).
