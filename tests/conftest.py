@@ -25,12 +25,13 @@ def spark():
     spark.stop()
 
 
-# Tests that start containers or node processes share the machine's Docker engine and
-# loopback ports: under `pytest -n N` (make test) they all run on one worker, one after the
-# other, while the other workers take the rest. (xdist's own `--dist loadgroup` cannot do
+# Tests that start containers share the machine's Docker engine: under `pytest -n N` (make
+# test) they all run on one worker, one after the other, while the other workers take the
+# rest, local node clusters included (their ports come from below the range Docker publishes
+# from: tests/support/localcluster.py). (xdist's own `--dist loadgroup` cannot do
 # it under pytest 9, whose test ids it can no longer suffix.) The workers, which see the
 # markers, write those tests' ids to a file; the controller's scheduler reads it.
-SERIAL_MARKERS = frozenset({"docker", "chaos", "cluster"})
+SERIAL_MARKERS = frozenset({"docker", "chaos"})
 ENGINE_TESTS = "DLEDGER_CHAOS_ENGINE_TESTS"  # the file's path, set by the controller for its workers
 
 

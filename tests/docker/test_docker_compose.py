@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ import docker
 import pytest
 
 from harness.wait import wait_for
+from tests.support.localcluster import free_ports
 
 pytestmark = pytest.mark.docker
 REPO = Path(__file__).resolve().parents[2]
@@ -27,16 +27,6 @@ def compose_command() -> list[str]:
     if shutil.which("docker-compose"):
         return ["docker-compose"]
     pytest.fail("neither `docker compose` nor `docker-compose` is installed: apt-get install docker-compose")
-
-
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def nodes_cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -24,8 +24,8 @@ from harness.inventory import load_inventory
 from harness.keys import create_key_pair
 from harness.rundb import check_hosts
 from nemesis.partition import apply_grudge
-from tests.docker.test_docker_compose import free_ports
 from tests.hosts.conftest import SshHosts
+from tests.support.localcluster import free_ports
 
 pytestmark = pytest.mark.docker
 REPO = Path(__file__).resolve().parents[2]

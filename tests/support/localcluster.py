@@ -8,6 +8,7 @@ with that role (SYNC_MASTER or ASYNC_MASTER), the others its slaves.
 
 from __future__ import annotations
 
+import random
 import signal
 import socket
 import subprocess
@@ -19,15 +20,26 @@ from pathlib import Path
 from nodes.client import Client, ClientError
 from nodes.peers import Address
 
+# below Linux's ephemeral range (32768-60999), where the kernel picks the local port of every
+# outgoing connection and Docker the host ports it publishes: a port picked here stays free
+# while the Docker tests run beside the local clusters
+PORT_RANGE = range(20000, 32000)
+
 
 def free_ports(count: int) -> list[int]:
-    """`count` distinct ports that were free on 127.0.0.1 a moment ago."""
-    sockets = [socket.create_server(("127.0.0.1", 0)) for _ in range(count)]
-    try:
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
+    """`count` distinct ports of PORT_RANGE that were free on 127.0.0.1 a moment ago."""
+    draw = random.SystemRandom()
+    ports: list[int] = []
+    while len(ports) < count:
+        port = draw.choice(PORT_RANGE)
+        if port in ports:
+            continue
+        try:
+            socket.create_server(("127.0.0.1", port)).close()
+        except OSError:  # taken
+            continue
+        ports.append(port)
+    return ports
 
 
 class LocalCluster:
