@@ -156,12 +156,11 @@ def build(root: Path | None = None, log: Callable[[str], None] = print) -> Path:
     started = time.monotonic()
     work = root / f".work-{digest}-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
-    shutil.copytree(PACKAGE, work / "nodes", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
-    modules = modules_to_compile(work / "nodes")
-    log(f"build-sim: compiling {len(modules)} modules of the simulator with mypyc into {root / digest}")
-    paths = [m.replace(".", "/") + ".py" for m in modules]
     try:
-        _compile(work, paths, log)
+        shutil.copytree(PACKAGE, work / "nodes", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+        modules = modules_to_compile(work / "nodes")
+        log(f"build-sim: compiling {len(modules)} modules of the simulator with mypyc into {root / digest}")
+        _compile(work, [m.replace(".", "/") + ".py" for m in modules], log)
         shutil.rmtree(work / "build")
         (work / COMPLETE).write_text(f"{digest}\n" + "\n".join(modules) + "\n")
         target = root / digest
