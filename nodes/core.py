@@ -339,6 +339,11 @@ class Core:
     def transferring(self) -> bool:
         return self._transfer is not None
 
+    @property
+    def taking_term(self) -> int | None:
+        """The term a leader handed this node by transfer, while it takes leadership."""
+        return None if self._taking is None else self._taking.term
+
     # ---- output helpers --------------------------------------------------------------
 
     def _next_seq(self) -> int:

@@ -24,7 +24,7 @@ import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from nodes import coverage
 from nodes.core import Core, CoreConfig, Ready
@@ -39,6 +39,7 @@ from nodes.messages import (
     ReadMode,
     ReadResponse,
     ResponseCode,
+    TransferRequest,
 )
 from nodes.replication import SafetyError
 from nodes.sim.clock import SkewedClock
@@ -55,6 +56,7 @@ from nodes.sim.faults import (
     start_fault,
     start_pause,
 )
+from nodes.sim.handoffs import handoff_outcomes
 from nodes.sim.invariants import Deadlines, Invariants, Violation, check_log_matching
 from nodes.sim.network import Network
 from nodes.sim.pause import Held
@@ -149,8 +151,8 @@ class Simulation:
         # and so do the client-facing timeouts, short enough in some runs to fire under faults
         batch, inflight = rng.choice(BATCH_SIZES), rng.choice(INFLIGHT)
         append_timeout, read_timeout = rng.choice(APPEND_TIMEOUTS), rng.choice(READ_TIMEOUTS)
-        transfer_timeout = rng.choice(TRANSFER_TIMEOUTS)
-        take_vote_min, take_vote_max = rng.choice(TAKE_VOTE_MS)
+        transfer_timeout = _given(config.transfer_timeout_ms, rng.choice(TRANSFER_TIMEOUTS))
+        take_vote_min, take_vote_max = _given(config.take_vote_ms, rng.choice(TAKE_VOTE_MS))
         timing = dataclasses.replace(
             timing_profile(config.profile),
             max_batch_entries=batch,
@@ -182,6 +184,7 @@ class Simulation:
         self.leader_crashes = False  # set by the leadercrash fault
         self.repair_crashes = False  # set by the repaircrash fault
         self.transfers = False  # set by the transfer fault
+        self.handed: set[tuple[int, str]] = set()  # (term, transferee) of every transfer that took
         self.stats: Counter[str] = Counter()
         coverage.take()  # the rules this run fires, from zero
         self.inv = Invariants()
@@ -258,6 +261,7 @@ class Simulation:
 
     def _result(self, violation: Violation | None) -> SimResult:
         trace = self.trace.lines(60) if violation else []
+        self.stats.update(handoff_outcomes(self.handed, self.inv.leaders))
         return SimResult(self.config, self.step, self.now, self.stats, violation, trace, coverage.take())
 
     def _run(self) -> None:
@@ -389,6 +393,8 @@ class Simulation:
         assert core is not None
         self.trace.add(self.now, self.step, node, f"recv from {sender}", message)
         core.receive(sender, message, self.clocks[node].local(self.now))
+        if isinstance(message, TransferRequest) and core.taking_term == message.term + 1:
+            self.handed.add((message.term + 1, node))
         self.drivers[node].drive()  # type: ignore[union-attr]  # a running node has a driver
 
     def _on_flush(self, node: str, incarnation: int) -> None:
@@ -817,6 +823,15 @@ class Simulation:
             return False
         index = self._probe[1]
         return all(c is not None and c.commit_index >= index for c in self.cores.values())
+
+
+T = TypeVar("T")
+
+
+def _given(value: T | None, drawn: T) -> T:
+    """The config's `value` if it sets one, else the run's draw (drawn either way, so that the
+    seed's later draws stay as they were)."""
+    return drawn if value is None else value
 
 
 def _carries_own_term(message: PeerMessage) -> bool:

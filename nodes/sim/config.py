@@ -31,3 +31,6 @@ class SimConfig:
     small_disks: float = 0.3  # share of the runs with small disks (about 1 in 11 of those fills up)
     fault_gap_ms: tuple[float, float] = (50.0, 600.0)
     fault_length_ms: tuple[float, float] = (100.0, 1500.0)
+    # a leader's transfer timeout and a transferee's vote interval; None: drawn per run
+    transfer_timeout_ms: float | None = None
+    take_vote_ms: tuple[float, float] | None = None

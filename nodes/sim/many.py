@@ -19,6 +19,7 @@ from nodes.sim.compiled import ENGINES, choose, engine_here, worker_context
 from nodes.sim.config import SimConfig
 from nodes.sim.coverage import coverage_table
 from nodes.sim.faults import parse_faults
+from nodes.sim.handoffs import OUTCOMES, handoff_line
 
 MIXES = ("all", "partition,crash,powerloss,repaircrash", "oneway,bridge,loss,dup,delay",
          "crash,powerloss,skew,transfer,partition,leadercrash,repaircrash",
@@ -51,15 +52,17 @@ def _bounded(pool: Pool, source: Iterator[SimConfig], window: int,
         yield pending.popleft().get()
 
 
-Outcome = tuple[int, str | None, str, Counter[str]]
+Outcome = tuple[int, str | None, str, Counter[str], Counter[str]]
 
 
 def run_config(config: SimConfig) -> Outcome:
-    """(seed, violation kind or None, summary when violated, rules fired) for one seed."""
+    """(seed, violation kind or None, summary when violated, rules fired, handed-over terms by
+    who led them) for one seed."""
     result = run_seed(config)
+    handoffs = Counter({k: v for k, v in result.stats.items() if k.startswith("handoff-")})
     if result.violation is None:
-        return config.seed, None, "", result.coverage
-    return config.seed, result.violation.kind, result.summary(), result.coverage
+        return config.seed, None, "", result.coverage, handoffs
+    return config.seed, result.violation.kind, result.summary(), result.coverage, handoffs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -98,15 +101,17 @@ def run(args: argparse.Namespace) -> int:
     done, violations = 0, []
     fired: Counter[str] = Counter()
     reached: Counter[str] = Counter()
+    handoffs: Counter[str] = Counter()
     with worker_context(build) as context, context.Pool(args.jobs) as pool:
         engine = pool.apply(engine_here)
         if engine != ("compiled" if build else "interpreted"):
             print(f"simulate-many: error: the workers run {engine}, not from {build or 'the sources'}",
                   file=sys.stderr)
             return EXIT_INTERNAL
-        for seed, kind, report, rules in _bounded(pool, source, args.jobs * 2, deadline):
+        for seed, kind, report, rules, handed in _bounded(pool, source, args.jobs * 2, deadline):
             done += 1
             fired.update(rules)
+            handoffs.update(handed)
             reached.update(rules.keys())
             if kind is not None:
                 violations.append((seed, kind))
@@ -118,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{done} seeds ({args.flush} flush, sizes {args.nodes}, {len(mixes)} fault mixes, "
           f"{args.steps} steps) in {elapsed:.1f} s on {args.jobs} {engine} workers: {rate:.1f} seeds/s, "
           f"{len(violations)} with a violation")
+    print(handoff_line(handoffs))
     table = coverage_table(done, reached, fired)
     print(table.text)
     if args.json:
@@ -128,5 +134,6 @@ def run(args: argparse.Namespace) -> int:
             "seeds_per_second": round(rate, 2),
             "violations": [{"seed": s, "kind": k} for s, k in sorted(violations)],
             "coverage": table.rows,
+            "handoffs": {o: handoffs[f"handoff-{o}"] for o in OUTCOMES},
         }, indent=2) + "\n")
     return EXIT_VALID if not violations else EXIT_INVALID
