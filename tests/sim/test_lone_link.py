@@ -1,7 +1,7 @@
 """A cut between the leader and one follower does not give the cluster a second leader.
 
 This is why the simulator finds neither a broken lease guard nor read-index reads served
-without confirmation by cutting single links (NOT_YET in test_guards.py): the cut-off
+without confirmation by cutting single links (test_guards.py finds them otherwise): the cut-off
 follower times out and campaigns in the leader's term, the others still follow the leader
 and answer REJECT_ALREADY_HAS_LEADER (rule 6), so its rounds end WAIT_TO_REVOTE and it
 never reaches a higher term that could pull them away, with or without the lease guard.
