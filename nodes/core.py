@@ -68,7 +68,7 @@ from nodes.reads import Confirmations, PendingRead, read_range
 from nodes.replication import Dispatcher, commits_by_counting, handle_push, quorum_index
 from nodes.store.logstore import MAGIC_NOOP
 from nodes.timing import Timing
-from nodes.transfer import LeaderTransfer, TakeLeadership, refusal
+from nodes.transfer import LeaderTransfer, refusal
 
 FLUSH_POLICIES = ("sync", "async")
 
@@ -184,7 +184,7 @@ class Core:
         self._last_parse = ParseResult.WAIT_TO_VOTE_NEXT if vote == node_id else ParseResult.WAIT_TO_REVOTE
         self._next_vote_at = now
         self._round: VoteRound | None = None
-        self._taking: TakeLeadership | None = None
+        self._taking: int | None = None  # the term a transfer handed this node (termToTakeLeadership)
         # follower
         self._last_leader_contact = now
         self._guard_until = now + self.timing.leader_lost_ms  # a restarted node cannot know the lease
@@ -225,8 +225,6 @@ class Core:
     def tick(self, now: float) -> None:
         """Time passed: run the timers of the current role."""
         self._now = now
-        if self._taking is not None and now >= self._taking.deadline:
-            self._taking = None
         if self._transfer is not None and self._transfer.expired(now):
             hit("transfer.timeout")
             self._finish_transfer(ResponseCode.TIMEOUT)
@@ -342,7 +340,7 @@ class Core:
     @property
     def taking_term(self) -> int | None:
         """The term a leader handed this node by transfer, while it takes leadership."""
-        return None if self._taking is None else self._taking.term
+        return self._taking
 
     # ---- output helpers --------------------------------------------------------------
 
@@ -413,7 +411,7 @@ class Core:
         self._drop_follower_state()
         self._last_leader_contact = self._now
         self._follower_timeout = self._draw_follower_timeout()
-        if self._taking is not None and self.term >= self._taking.term:
+        if self._taking is not None and self.term >= self._taking:
             self._taking = None
         self._emit_role()
         if self._transfer is not None and leader == self._transfer.transferee:
@@ -467,13 +465,17 @@ class Core:
             self.leader,
             self.log.end_index,
             self.log.end_term,
-            self._taking is not None,
+            self._taking_leadership(),
             guard,
         )
 
+    def _taking_leadership(self) -> bool:
+        """DLedger's isTakingLeadership: in the term a transfer handed this node."""
+        return self._taking is not None and self.term == self._taking
+
     def _vote_interval(self) -> float:
         t = self.timing
-        if self._taking is not None:
+        if self._taking_leadership():
             lo, hi = t.take_leadership_min_vote_ms, t.take_leadership_max_vote_ms
         else:
             lo, hi = t.min_vote_interval_ms, t.max_vote_interval_ms
@@ -496,15 +498,8 @@ class Core:
                 return
         # the transfer flag passes the voters' lease guards, so only in the term the leader
         # handed over: in a later one another node may lead by now, with a lease of its own
-        taking = self._taking
-        req = VoteRequest(
-            self.term,
-            self.node_id,
-            self.log.end_index,
-            self.log.end_term,
-            self._next_seq(),
-            taking is not None and self.term == taking.term,
-        )
+        end, end_term, transfer = self.log.end_index, self.log.end_term, self._taking_leadership()
+        req = VoteRequest(self.term, self.node_id, end, end_term, self._next_seq(), transfer)
         rnd = self._round = VoteRound(self.term, req.seq, now + self.timing.vote_wait_ms, len(self.peers))
         result = judge_vote(req, self._voter_view(), self_vote=True)
         if result is VoteResult.ACCEPT and self.vote_for != self.node_id:
@@ -839,7 +834,7 @@ class Core:
     def _on_transfer(self, sender: str, req: TransferRequest) -> None:
         if req.term != self.term or req.leader != self.leader or self.role is not Role.FOLLOWER:
             return
-        self._taking = TakeLeadership(self.term + 1, self._now + self.timing.transfer_timeout_ms)
+        self._taking = self.term + 1
         self._adopt_next_round(self.term + 1)
         self._candidate_tick(self._now)
 

@@ -3,9 +3,12 @@
 The leader checks the request (`refusal`), then refuses appends with LEADER_TRANSFERRING
 while the transferee catches up; once the transferee's match index reaches the leader's
 end it sends a TransferRequest; the transferee becomes a candidate that raises its term
-at once and votes with short intervals (`TakeLeadership`). The transfer succeeds when
-the old leader hears from the transferee as leader; it gives up at its deadline, and a
-leader still in place then resumes taking appends.
+at once and, while its term is the one handed over (DLedger's isTakingLeadership, with no
+deadline), votes with short intervals and refuses rivals whose log is not ahead of its own
+(rule 9). The transfer succeeds when the old leader hears from the transferee as leader; it
+gives up at its deadline, and a leader still in place then resumes taking appends.
+We differ: DLedger takes leadership so (short intervals, rule 9) only on a node listed in
+`preferredLeaderIds`; ours does on any transferee.
 """
 
 from __future__ import annotations
@@ -28,14 +31,6 @@ class LeaderTransfer:
     def expired(self, now: float) -> bool:
         """Whether the transfer ran out of time (the leader then gives up and takes appends again)."""
         return now >= self.deadline
-
-
-@dataclass(slots=True)
-class TakeLeadership:
-    """The transferee's side: it votes with short intervals until `deadline`."""
-
-    term: int
-    deadline: float
 
 
 def refusal(transferee: str, self_id: str, members: frozenset[str], busy: bool, leader_end: int,

@@ -15,6 +15,8 @@ from nodes.messages import (
     ResponseCode,
     TransferResponse,
     VoteRequest,
+    VoteResponse,
+    VoteResult,
 )
 from tests.support.scripted import ScriptedCluster, entries
 
@@ -283,10 +285,36 @@ def test_a_transferee_carries_the_transfer_flag_only_in_the_term_it_was_handed()
     c.run_until(lambda: any(m.term == handed for m in asked()), 1000)
     x = c.core(to)
     x.receive(other, VoteRequest(handed + 3, other, x.log.end_index, x.log.end_term, 1, True), c.now)
-    c.drain(to)  # a higher term reached it: its next round is in a later term, still taking over
+    c.drain(to)  # a higher term reached it: its next round is in a later term
     c.run_until(lambda: any(m.term > handed for m in asked()), 1000)
     assert {m.transfer for m in asked() if m.term == handed} == {True}
     assert {m.transfer for m in asked() if m.term > handed} == {False}
+
+
+def test_a_transferee_refuses_equal_rivals_in_the_handed_term_only_even_past_the_timeout() -> None:
+    # DLedger's isTakingLeadership holds while the node's term is the one handed over, with
+    # no deadline: rule 9 still refuses there after the leader gave up; a later term grants
+    c = ScriptedCluster(3, transfer_timeout_ms=100.0, take_leadership_min_vote_ms=1000.0,
+                        take_leadership_max_vote_ms=1000.0)
+    leader = c.elect()
+    to, rival = (n for n in c.names if n != leader)
+    handed = c.core(leader).term + 1
+    c.request(leader, "client_transfer", to)
+    c.run_until(lambda: c.core(to).term == handed, 500)
+    c.isolate(to)  # it waits out its vote interval unheard, having voted for nobody
+    c.run(300)
+    x = c.core(to)
+    assert x.vote_for is None and x.role is Role.CANDIDATE
+
+    def answer(term: int) -> VoteResult:
+        x.receive(rival, VoteRequest(term, rival, x.log.end_index, x.log.end_term, term, False), c.now)
+        c.drain(to)
+        return next(m.result for s, p, m in reversed(c.sent) if s == to and isinstance(m, VoteResponse))
+
+    assert answer(handed) is VoteResult.REJECT_TAKING_LEADERSHIP
+    assert answer(handed + 1) is VoteResult.REJECT_TERM_NOT_READY
+    c.run(c.tick_ms)  # it raises its term to the rival's
+    assert x.term == handed + 1 and answer(handed + 1) is VoteResult.ACCEPT
 
 
 def test_a_transfer_that_gave_up_before_the_transferee_heard_of_it_keeps_the_lease() -> None:

@@ -357,8 +357,9 @@ BROKEN: dict[str, Broken] = {
 # vote, as DLedger allows), so its break shows as a rate, the share of handed-over terms their
 # transferee led (`nodes.sim.handoffs`). The runs are those where the old leader meets its
 # transferee: a slow transferee (a vote interval of 150-400 ms, drawn in half of the runs) whose
-# leader's transfer does not time out first (1 s). Measured over these 40 seeds: the transferee
-# leads 62 % of the terms at 3 nodes and 61 % at 5 with the guard in place, 10 % and 5 % without.
+# leader does not give up first (1 s; after 100 ms it would take appends again and run ahead of
+# the transferee's log). Measured over these 40 seeds: the transferee leads 61 % of the terms with
+# the guard in place, 9 % without (bench/README.md).
 LIVENESS: dict[str, Broken] = {
     "vote.reject.taking-leadership": Broken(
         "a transferee votes for a rival while it takes leadership (rule 9)",
