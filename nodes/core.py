@@ -339,7 +339,8 @@ class Core:
 
     @property
     def taking_term(self) -> int | None:
-        """The term a leader handed this node by transfer, while it takes leadership."""
+        """The term a leader last handed this node by transfer (it takes leadership while that
+        is its term), until it follows or leads in that term or a later one."""
         return self._taking
 
     # ---- output helpers --------------------------------------------------------------
