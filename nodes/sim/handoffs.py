@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 OUTCOMES = ("transferee", "other", "none")  # who led a handed-over term
+PREFIX = "handoff-"  # a run's stats count each outcome as `handoff-<outcome>`
 
 
 def handoff_outcomes(handed: set[tuple[int, str]], leaders: dict[int, str]) -> Counter[str]:
@@ -19,14 +20,20 @@ def handoff_outcomes(handed: set[tuple[int, str]], leaders: dict[int, str]) -> C
     for term, transferee in handed:
         leader = leaders.get(term)
         outcome = "none" if leader is None else "transferee" if leader == transferee else "other"
-        counts[f"handoff-{outcome}"] += 1
+        counts[PREFIX + outcome] += 1
     return counts
 
 
+def handoffs_in(stats: Counter[str]) -> Counter[str]:
+    """The handed-over terms counted in a run's `stats`, by outcome."""
+    return Counter({o: stats[PREFIX + o] for o in OUTCOMES if stats[PREFIX + o]})
+
+
 def handoff_line(counts: Counter[str]) -> str:
-    """One line for a batch of runs: how many terms were handed over, and who led them."""
-    total = sum(counts[f"handoff-{o}"] for o in OUTCOMES)
+    """One line for a batch of runs (`counts` by outcome): how many terms were handed over, and
+    who led them."""
+    total = sum(counts[o] for o in OUTCOMES)
     if not total:
         return "leadership transfers: no term handed over"
-    share = ", ".join(f"{o} {counts[f'handoff-{o}'] / total:.1%}" for o in OUTCOMES)
+    share = ", ".join(f"{o} {counts[o] / total:.1%}" for o in OUTCOMES)
     return f"leadership transfers: {total} terms handed over, led by: {share}"

@@ -19,7 +19,7 @@ from nodes.sim.compiled import ENGINES, choose, engine_here, worker_context
 from nodes.sim.config import SimConfig
 from nodes.sim.coverage import coverage_table
 from nodes.sim.faults import parse_faults
-from nodes.sim.handoffs import OUTCOMES, handoff_line
+from nodes.sim.handoffs import OUTCOMES, handoff_line, handoffs_in
 
 MIXES = ("all", "partition,crash,powerloss,repaircrash", "oneway,bridge,loss,dup,delay",
          "crash,powerloss,skew,transfer,partition,leadercrash,repaircrash",
@@ -59,7 +59,7 @@ def run_config(config: SimConfig) -> Outcome:
     """(seed, violation kind or None, summary when violated, rules fired, handed-over terms by
     who led them) for one seed."""
     result = run_seed(config)
-    handoffs = Counter({k: v for k, v in result.stats.items() if k.startswith("handoff-")})
+    handoffs = handoffs_in(result.stats)
     if result.violation is None:
         return config.seed, None, "", result.coverage, handoffs
     return config.seed, result.violation.kind, result.summary(), result.coverage, handoffs
@@ -134,6 +134,6 @@ def run(args: argparse.Namespace) -> int:
             "seeds_per_second": round(rate, 2),
             "violations": [{"seed": s, "kind": k} for s, k in sorted(violations)],
             "coverage": table.rows,
-            "handoffs": {o: handoffs[f"handoff-{o}"] for o in OUTCOMES},
+            "handoffs": {o: handoffs[o] for o in OUTCOMES},
         }, indent=2) + "\n")
     return EXIT_VALID if not violations else EXIT_INVALID
