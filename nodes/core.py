@@ -470,6 +470,13 @@ class Core:
             guard,
         )
 
+    def _waits_out_lease(self) -> bool:
+        """We differ (lease reads only): a node whose guard holds stands for no term, its own
+        included, unless handed one by transfer. Only a restarted node campaigns with its
+        guard up (a follower's timeout outlasts it): it may have confirmed a leader's lease
+        just before it went down, and the voters' guard covers only others' candidates."""
+        return self.config.lease_guard and self._now < self._guard_until and not self._taking_leadership()
+
     def _taking_leadership(self) -> bool:
         """DLedger's isTakingLeadership: in the term a transfer handed this node."""
         return self._taking is not None and self.term == self._taking
@@ -489,6 +496,10 @@ class Core:
                 self._finish_round(rnd)
             return
         if now < self._next_vote_at and not self._increase_term_now:
+            return
+        if not self._increase_term_now and self._waits_out_lease():
+            hit("vote.wait.lease-guard")
+            self._next_vote_at = self._guard_until
             return
         if self._last_parse is ParseResult.WAIT_TO_VOTE_NEXT or self._increase_term_now:
             self._set_term(max(self._known_max_term, self.term + 1))  # DLedger's nextTerm

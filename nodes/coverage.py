@@ -24,6 +24,7 @@ RULES: dict[str, str] = {
     "vote.reject.small-ledger-end-index": "a candidate with a shorter log of the same last term (rule 4)",
     "vote.reject.taking-leadership": "a candidate while the voter takes leadership by transfer (rule 9)",
     "vote.reject.lease-guard": "a higher-term candidate while the voter's leader lease holds",
+    "vote.wait.lease-guard": "a restarted node waits out a lease it may have confirmed before it stands",
     "vote.reject.unknown-leader": "a candidate that is not a member (rule 1)",
     "vote.reject.unexpected-leader": "a request naming the voter itself as candidate (rule 2)",
     "commit.earlier-term-guard": "the quorum index holds an earlier term's entry: not committed by counting",

@@ -52,13 +52,15 @@ from nodes.sim.faults import (
     KILL_SPELL_MS,
     OWN_SCHEDULE,
     PAUSE_GAP_MS,
+    VOTE_CRASH_SHARE,
+    VOTE_CUT_MS,
     Undo,
     start_fault,
     start_pause,
 )
 from nodes.sim.handoffs import handoff_outcomes
 from nodes.sim.invariants import Deadlines, Invariants, Violation, check_log_matching
-from nodes.sim.network import Network
+from nodes.sim.network import Network, between
 from nodes.sim.pause import Held
 from nodes.sim.simfs import LossMode
 from nodes.sim.simmap import NoSpace
@@ -84,7 +86,7 @@ BODY_PADDING = (0, 0, 150, 400)  # bytes after an append's id, per run: entries 
 # 512-byte sectors and 4 KiB pages, so a torn write can cut one in the middle (fits 512-byte segments)
 
 (TICK, DELIVER, FLUSH, CLIENT, CLIENT_TIMEOUT, FAULT, FAULT_END, RESTART, PROBE, MOMENT_CRASH,
- TRANSFER, PAUSE, WAKE, GIVE_UP, KILL_SPELL, KILL) = range(16)
+ TRANSFER, PAUSE, WAKE, GIVE_UP, KILL_SPELL, KILL, VOTE_CRASH, MEND) = range(18)
 
 
 @dataclass(slots=True)
@@ -207,6 +209,8 @@ class Simulation:
         self._paused: dict[str, Held] = {}
         self._kill_rng = random.Random(f"leaderkill-{config.seed}")  # leader kills: the same
         self._kill_until = -1.0  # the leaderkill fault kills every new leader until then
+        self._vote_rng = random.Random(f"votecrash-{config.seed}")  # vote crashes: the same
+        self._vote_crash_until = -1.0  # one vote crash at a time: the last one's cut lasts until then
         self._handlers = (
             self._on_tick,
             self._on_deliver,
@@ -224,6 +228,8 @@ class Simulation:
             self._on_give_up,
             self._on_kill_spell,
             self._on_kill,
+            self._on_vote_crash,
+            self._on_mend,
         )
         for name in self.names:
             self._start_node(name)
@@ -443,6 +449,8 @@ class Simulation:
                     power = self.rng.random() < 0.3
                     self._schedule(self.rng.uniform(0.0, 30.0), MOMENT_CRASH, node,
                                    (self.incarnation[node], True, power))
+            elif change.role is Role.FOLLOWER and change.leader is not None and self._lost_own_vote(node):
+                self._start_vote_crash(node, change.leader)
         if self.repair_crashes and not self.healed and any(isinstance(w, Truncate) for w in ready.writes):
             crash_at = (self.incarnation[node], False, True)
             self._schedule(self.rng.uniform(0.0, 3.0), MOMENT_CRASH, node, crash_at)
@@ -696,6 +704,41 @@ class Simulation:
             return
         self.stats["leader-killed"] += 1
         self.crash(node, False, self._kill_rng.uniform(*KILL_DOWN_MS), self._kill_rng)
+
+    def _lost_own_vote(self, node: str) -> bool:
+        """Whether a votecrash acts on `node`, which voted for itself and follows another now."""
+        core = self.cores[node]
+        return ("votecrash" in self.config.faults and not self.healed and self.now >= self._vote_crash_until
+                and core is not None and core.vote_for == node and self._vote_rng.random() < VOTE_CRASH_SHARE)
+
+    def _start_vote_crash(self, node: str, leader: str) -> None:
+        """`node` lost the election it stood in: it crashes with its vote for itself on disk.
+        Either it comes back cut off from `leader` (so it stands again, through the others), or
+        another follower is cut off from `leader` first and `node`, which keeps confirming the
+        leader's lease until it dies, comes back once that follower no longer guards the lease."""
+        rng = self._vote_rng
+        others = [n for n in self.names if n not in (node, leader)]
+        if rng.random() < 0.5 or not others:
+            cut, delay, downtime = node, rng.uniform(0.0, 30.0), rng.uniform(20.0, 300.0)
+        else:
+            cut, delay = rng.choice(others), self.core_config.timing.leader_lost_ms + rng.uniform(0.0, 100.0)
+            downtime = rng.uniform(5.0, 150.0)  # back within the lease it confirmed
+        links = between([cut], [leader])
+        self.network.cut(links)
+        length = delay + rng.uniform(*VOTE_CUT_MS)
+        self._vote_crash_until = self.now + length
+        self.stats["fault-votecrash"] += 1
+        self.trace.add(self.now, self.step, "sim", f"vote crash: {node} lost to {leader}; {cut} cut off from it")
+        self._schedule(length, MEND, "", links)
+        self._schedule(delay, VOTE_CRASH, node, (self.incarnation[node], rng.random() < 0.3, downtime))
+
+    def _on_vote_crash(self, node: str, payload: tuple[int, bool, float]) -> None:
+        incarnation, power, downtime = payload
+        if not self.healed and self.cores[node] is not None and incarnation == self.incarnation[node]:
+            self.crash(node, power, downtime, self._vote_rng)
+
+    def _on_mend(self, _node: str, links: list[tuple[str, str]]) -> None:
+        self.network.mend(links)
 
     def _on_pause(self, _node: str, _payload: None) -> None:
         if not self.healed:

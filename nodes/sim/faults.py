@@ -14,9 +14,13 @@ as by SIGSTOP or a GC pause: either within a leader's lease or long enough for a
 elected; what reaches it waits in its sockets until it wakes, see `nodes.sim.pause`),
 leaderkill (Jepsen's "kill the leader": a spell that kills whoever leads at once, then every
 new leader 1-40 ms after its election, mid catch-up, each back 20-300 ms later; while it
-lasts, half of a leader's pushes of its own term's entries are lost, as with leadercrash).
+lasts, half of a leader's pushes of its own term's entries are lost, as with leadercrash),
+votecrash (a node that stood for a term and lost it crashes, having voted for itself, and
+either comes back cut off from the leader, reaching it only through the others, or crashes
+once another follower, cut off from the leader, has stopped guarding its lease: the states
+where a restarted candidate meets a leader's lease, seed 1128's).
 
-Pauses and leader kills are drawn from generators of their own, on schedules of their own,
+Pauses, leader kills and vote crashes are drawn from generators of their own, on schedules of their own,
 so adding them to a mix leaves the other faults' draws as they were.
 """
 
@@ -30,14 +34,16 @@ from nodes.sim.clock import SkewedClock
 from nodes.sim.network import LinkModel, Network, between, split
 
 FAULTS = ("partition", "oneway", "bridge", "loss", "dup", "delay", "crash", "powerloss", "skew", "transfer",
-          "leadercrash", "repaircrash", "pause", "leaderkill")
-OWN_SCHEDULE = ("pause", "leaderkill")  # not drawn from the run's generator (see above)
+          "leadercrash", "repaircrash", "pause", "leaderkill", "votecrash")
+OWN_SCHEDULE = ("pause", "leaderkill", "votecrash")  # not drawn from the run's generator (see above)
 PAUSE_MS = ((20.0, 250.0), (800.0, 3000.0))  # within a leader's lease, or long enough for another to lead
 PAUSE_GAP_MS = (300.0, 3000.0)  # from one pause's start to the next
 KILL_GAP_MS = (300.0, 3000.0)  # from one leader-kill spell's start to the next
 KILL_SPELL_MS = (200.0, 1500.0)  # how long a spell kills every new leader
 KILL_AFTER_MS = (1.0, 40.0)  # a new leader dies this long after its election
 KILL_DOWN_MS = (20.0, 300.0)  # and restarts this long after
+VOTE_CRASH_SHARE = 0.5  # of the elections a self-voter loses, those a votecrash run acts on
+VOTE_CUT_MS = (600.0, 2000.0)  # how long a vote crash keeps its node cut off from the leader
 
 
 def parse_faults(text: str) -> tuple[str, ...]:

@@ -8,8 +8,8 @@
 * state machine safety: an index, once committed anywhere, always holds the same entry
   (so committed entries never change or disappear, across crashes and power loss);
 * log matching: two logs with the same (index, term) agree on everything before it;
-* lease safety: when a node becomes leader, no other node would still answer a `lease` read
-  (checked at that instant on each node's own clock, paused nodes included: a leader holds
+* lease safety: when a node becomes leader, no leader of an earlier term would still answer
+  a `lease` read (checked at that instant on each node's own clock, paused nodes included: a leader holds
   its lease only while the followers' lease guard keeps anyone else from being elected);
 * reads: `read-index` and `lease` reads see every append acknowledged before they were
   invoked, at least the commit index any such read completed before them returned
@@ -64,7 +64,10 @@ class Invariants:
 
     def on_leases(self, node: str, term: int, holders: dict[str, int]) -> None:
         """Lease safety: `node` became leader of `term` while `holders` (node -> the term it
-        leads) would still answer lease reads."""
+        leads) would still answer lease reads. A holder of a later term is no violation: a
+        candidate that counts a late vote may lead a term below the current one (as leader
+        completeness allows), and such a stale leader can neither commit nor confirm a lease."""
+        holders = {n: t for n, t in holders.items() if t < term}
         if holders:
             held = ", ".join(f"{n} (leader of term {t})" for n, t in sorted(holders.items()))
             raise Violation("lease safety", f"{node} leads term {term} while {held} still serves lease reads")

@@ -27,18 +27,28 @@ class Network:
         self._rng = rng
         self.model = LinkModel()
         self._blocked: set[tuple[str, str]] = set()
+        self._cut: set[tuple[str, str]] = set()  # links cut by a targeted fault, beside the partition
 
     def heal(self) -> None:
-        """No partition, no loss, no duplication, normal latency."""
+        """No partition, no cut link, no loss, no duplication, normal latency."""
         self.model = LinkModel()
         self._blocked = set()
+        self._cut = set()
 
     def block(self, links: list[tuple[str, str]]) -> None:
         """Replace the partition with these blocked directed links (sender, receiver)."""
         self._blocked = set(links)
 
+    def cut(self, links: list[tuple[str, str]]) -> None:
+        """Cut these directed links until `mend`, whatever partition comes and goes meanwhile."""
+        self._cut.update(links)
+
+    def mend(self, links: list[tuple[str, str]]) -> None:
+        self._cut.difference_update(links)
+
     def connected(self, sender: str, receiver: str) -> bool:
-        return (sender, receiver) not in self._blocked
+        link = (sender, receiver)
+        return link not in self._blocked and link not in self._cut
 
     def delays(self) -> list[float]:
         """Delivery delays (ms) for one message sent now: none if lost, two if duplicated."""

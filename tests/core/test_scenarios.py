@@ -463,3 +463,46 @@ def test_a_restarted_node_that_voted_for_itself_campaigns_only_in_a_later_term()
     c.run(1000)  # alone: n1 campaigns, and must not ask for votes in term 5
     asked = {m.term for s, _, m in c.sent if s == "n1" and isinstance(m, VoteRequest)}
     assert asked and min(asked) > 5
+
+
+def test_a_restarted_node_does_not_stand_while_the_lease_it_confirmed_may_hold() -> None:
+    """Found by the simulator (seed 1128, 3 nodes, issue 33): n2 acknowledged the leader's
+    heartbeat (keeping its lease alive), crashed, restarted having voted for itself in the
+    leader's term, campaigned at once in the next term and won with the vote of a node cut
+    off from the leader (its guard had run out), while the old leader still served lease
+    reads. A restarted node keeps out of elections, its own included, for one lease period."""
+    c = ScriptedCluster(3, config=CoreConfig(lease_guard=True))
+    leader = c.elect()
+    restarted, other = (n for n in c.names if n != leader)
+    c.blocked |= {(leader, other), (other, leader)}
+    c.run(c.config.timing.leader_lost_ms * 2)  # `other`'s guard runs out; `restarted` confirms the lease
+    term, old = c.core(leader).term, c.core(leader)
+    c.crash(restarted)
+    c.append(leader, b"tail")  # the leader's log is longer: it does not vote for `restarted`
+    c.persisted[restarted] = (term, restarted)  # it had stood in the leader's term and lost
+    c.start(restarted)
+    lease_until = c.now
+    while old.serves_lease_reads(lease_until):  # asks only; changes nothing
+        lease_until += 1.0
+    assert lease_until > c.now + 50
+    while c.now < lease_until:
+        c.run(c.tick_ms)
+        assert c.leaders() in ([], [leader]), f"{c.describe()} before {leader}'s lease ends at {lease_until}"
+
+
+def test_a_follower_within_its_leaders_lease_refuses_a_higher_term_candidate() -> None:
+    """The voters' lease guard: n1 lost its election, restarts cut off from the leader, waits
+    out its own guard and stands in the next term; the follower that still hears the leader
+    must refuse it while the leader's lease holds (granting, it would let n1 lead beside a
+    lease). The simulator reaches this state about once in 300 seeds (tests/sim/test_guards.py)."""
+    c = ScriptedCluster(3, config=CoreConfig(lease_guard=True))
+    leader = c.elect()
+    restarted = next(n for n in c.names if n != leader)
+    term = c.core(leader).term
+    c.crash(restarted)
+    c.blocked |= {(leader, restarted), (restarted, leader)}
+    c.persisted[restarted] = (term, restarted)
+    c.start(restarted)
+    c.run_until(lambda: c.core(restarted).term > term, 2000)  # it stands once its own guard ran out
+    c.run(c.config.timing.leader_lost_ms * 2)
+    assert c.leaders() == [leader] and c.core(leader).serves_lease_reads(c.now), c.describe()

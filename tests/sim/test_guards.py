@@ -174,13 +174,15 @@ SMALL_DISKS = {"small_disks": 1.0}  # every run's disks small enough to fill
 # some still send to it after the new leader acknowledged an append
 PAUSED = {"faults": "pause", "clients": 6}
 LATE = {"answer in time", "liveness"}
-# a read-heavy workload with lease reads and crashes: a node that lost an election it had voted
-# itself in restarts and campaigns at once in the next term (`Core.__init__`), its log as long as
+# a read-heavy workload with lease reads and vote crashes (a node that lost an election it had
+# voted itself in crashes, `nodes.sim.faults`), while leaders die and new ones are elected: the
+# loser restarts and would campaign at once in the next term (`Core.__init__`), its log as long as
 # the others' since few appends come, while the leader it lost to still holds its lease
-RESTARTED_SELF_VOTER = {"lease_guard": True, "faults": "crash,pause", "append_share": 0.05}
+RESTARTED_SELF_VOTER = {"lease_guard": True, "faults": "votecrash,leaderkill", "append_share": 0.05, "nodes": 3}
 # leaders killed again and again, mid catch-up (some before their no-op spreads: Figure 8),
 # other nodes crashed at random; longer runs, as it takes several rounds of leaders
-CHURN = {"faults": "leaderkill,crash,leadercrash", "nodes": 3, "steps": 8000}
+# (roomy disks: 30 elections' no-ops and catch-ups overflow a small disk flagged full, seed 112)
+CHURN = {"faults": "leaderkill,crash,leadercrash", "nodes": 3, "steps": 8000, "small_disks": 0.0}
 
 _KEEP_CONFLICTS = _patch(replication, "_held", _held_whatever_the_term)
 
@@ -216,9 +218,10 @@ BROKEN: dict[str, Broken] = {
         _ledger_check_without(VoteResult.REJECT_SMALL_LEDGER_END_INDEX),
         LOST,
     ),
-    "vote.reject.lease-guard": Broken(
-        "a follower within its leader's lease grants higher-term candidates (lease reads go stale)",
-        _judge_as_if(leader_guard=False),
+    "vote.wait.lease-guard": Broken(
+        "a restarted node stands at once, though it may have confirmed a leader's lease just "
+        "before it went down (seed 1128's lease violation)",
+        _never(core.Core, "_waits_out_lease"),
         {"lease read", "lease safety"},
         RESTARTED_SELF_VOTER,
     ),
@@ -228,7 +231,7 @@ BROKEN: dict[str, Broken] = {
         _patch(core, "commits_by_counting", lambda entry_term, term: True),
         LOST,
         CHURN,
-        seeds=60,
+        seeds=150,  # seed 134 since restarted nodes wait out a lease (seeds 9, 39, 42 before)
     ),
     "follower-commit": Broken(
         "a follower commits up to the leader's commit index within its own log, not only as far "
@@ -342,7 +345,7 @@ BROKEN: dict[str, Broken] = {
         "recovery keeps entries that fail their body or chain CRC (a torn or stale tail)",
         _patch(StoredEntry, "ok", property(lambda self: True)),
         DIVERGED | {"store refused"},  # a kept torn entry fails its CRC when it is read
-        {"faults": "powerloss,crash,loss"},
+        {"faults": "powerloss,crash,loss", "lease_guard": False},
         seeds=150,
     ),
     "leads-a-term-once": Broken(
@@ -360,6 +363,17 @@ BROKEN: dict[str, Broken] = {
 # leader does not give up first (1 s; after 100 ms it would take appends again and run ahead of
 # the transferee's log). Measured over these 40 seeds: the transferee leads 61 % of the terms with
 # the guard in place, 9 % without (bench/README.md).
+# Rules whose break the simulator reaches too seldom to test by seeds, each with the scripted test
+# that fails when it is broken, and why. The voters' lease guard: since a restarted node waits out
+# its own guard (`vote.wait.lease-guard`), the only candidates that meet a follower within a live
+# lease are losers that restarted cut off from the leader and stand again with a log as long as
+# the follower's; even then the leader's next heartbeat often wins the follower back first.
+# Measured: one seed in 300 (votecrash,pause at 3 nodes, no appends) with the guard broken.
+SCRIPTED: dict[str, str] = {
+    "vote.reject.lease-guard": "tests/core/test_scenarios.py::"
+                               "test_a_follower_within_its_leaders_lease_refuses_a_higher_term_candidate",
+}
+
 LIVENESS: dict[str, Broken] = {
     "vote.reject.taking-leadership": Broken(
         "a transferee votes for a rival while it takes leadership (rule 9)",
@@ -373,7 +387,7 @@ TRANSFEREE_FLOOR = 1 / 3  # of the handed-over terms, led by their transferee
 
 
 def test_every_rule_the_simulator_can_reach_has_a_broken_guard() -> None:
-    guarded = set(BROKEN) | set(LIVENESS)
+    guarded = set(BROKEN) | set(LIVENESS) | set(SCRIPTED)
     assert set(RULES) - set(UNREACHABLE) <= guarded, sorted(set(RULES) - set(UNREACHABLE) - guarded)
 
 

@@ -141,3 +141,12 @@ def test_a_new_leader_while_another_still_serves_lease_reads_breaks_lease_safety
     inv.on_leases("n2", 5, {})
     with pytest.raises(Violation, match=r"n2 leads term 5 while n1 \(leader of term 4\) still serves"):
         inv.on_leases("n2", 5, {"n1": 4})
+
+
+def test_a_stale_term_leader_beside_a_later_leaders_lease_is_no_lease_violation() -> None:
+    """Issue 33: a node paused for 2.7 s counted a late vote and led a term below the current
+    leader's, whose lease held; that leader is no threat to the lease (it cannot confirm one)."""
+    inv = Invariants()
+    inv.on_leases("n3", 4, {"n1": 5})
+    with pytest.raises(Violation, match=r"n3 leads term 6 while n1 \(leader of term 5\)"):
+        inv.on_leases("n3", 6, {"n1": 5, "n2": 7})
