@@ -568,6 +568,8 @@ class Core:
         rnd = self._round
         if rnd is None or resp.seq != rnd.seq or self.role is not Role.CANDIDATE:
             return
+        if resp.result is VoteResult.ACCEPT and resp.term != rnd.term:
+            return  # granted in another term: a request of an earlier incarnation that used this seq
         rnd.count(sender, resp.result, resp.term)
         if rnd.decided(self.quorum):
             self._finish_round(rnd)

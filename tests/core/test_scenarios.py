@@ -506,3 +506,21 @@ def test_a_follower_within_its_leaders_lease_refuses_a_higher_term_candidate() -
     c.run_until(lambda: c.core(restarted).term > term, 2000)  # it stands once its own guard ran out
     c.run(c.config.timing.leader_lost_ms * 2)
     assert c.leaders() == [leader] and c.core(leader).serves_lease_reads(c.now), c.describe()
+
+
+def test_a_vote_granted_in_another_term_is_not_counted_even_with_the_rounds_seq() -> None:
+    """Found by the simulator (seed 13755440, 3 nodes, issue 33's 20,000-seed sweep): n1 asked
+    n3 for its vote in term 5, restarted (its request numbers start again), and in term 7 sent
+    a round that reused the number; n3, paused, woke and granted the term-5 request, and n1
+    counted that grant for term 7 and led it beside n2. A grant counts only in its own term."""
+    c = ScriptedCluster(3, down=("n2", "n3"))
+    c.run(1000)
+    candidate = c.core("n1")
+    round_term = candidate.term
+    seq = max(m.seq for s, _, m in c.sent if s == "n1" and isinstance(m, VoteRequest) and m.term == round_term)
+    candidate.receive("n2", VoteResponse(round_term - 1, VoteResult.ACCEPT, seq), c.now)
+    c.drain("n1")
+    assert candidate.role is Role.CANDIDATE
+    candidate.receive("n2", VoteResponse(round_term, VoteResult.ACCEPT, seq), c.now)
+    c.drain("n1")
+    assert candidate.role is Role.LEADER  # the same grant in the round's own term counts
