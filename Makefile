@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # the rest spread over all (tests/conftest.py)
 TEST_WORKERS ?= 2
 
-.PHONY: setup debootstrap chromium test lint chaos compare nightly image sim sim-build checker-service bench bench-store bench-node bench-failover bench-checker bench-harness bench-nemesis soak clean
+.PHONY: setup debootstrap chromium test lint chaos compare nightly mutants image sim sim-build checker-service bench bench-store bench-node bench-failover bench-checker bench-harness bench-nemesis soak clean
 
 setup: $(STAMP)
 
@@ -41,13 +41,21 @@ compare: setup debootstrap
 	$(PY) -m harness compare --nodes 3 --time-limit 60 --nemesis isolate-lose,kill,pause,partition \
 		--nemesis-interval 4 --nemesis-concurrency 1 --seed 7
 
-# The nightly sweep (see harness/sweep.py): fault families, modes, flush policies, sizes and the
-# must-fail controls, within NIGHTLY_BUDGET minutes; writes results/nightly-<time>/ with junit.xml.
+# The nightly sweep (see harness/sweep.py): simulator seeds drawn fresh, then fault families, modes,
+# flush policies, sizes, the must-fail controls and a few seeded node bugs, within NIGHTLY_BUDGET
+# minutes; writes results/nightly-<time>/ with junit.xml.
 # NIGHTLY_HOSTS=hosts.toml runs it on the machines of that inventory instead of containers.
 NIGHTLY_BUDGET ?= 35
 NIGHTLY_HOSTS ?=
-nightly: setup $(if $(NIGHTLY_HOSTS),,debootstrap)
+nightly: setup sim-build $(if $(NIGHTLY_HOSTS),,debootstrap)
 	$(PY) -m harness nightly --budget-min $(NIGHTLY_BUDGET)$(if $(NIGHTLY_HOSTS), --hosts $(NIGHTLY_HOSTS))
+
+# The catalogue of seeded node bugs (harness/mutants/): does the simulator catch each, does the
+# default run within 3 seeds, does its nightly cell? Long (minutes per bug); writes
+# results/mutants-<time>/table.md. MUTANTS="name ..." hunts only those.
+MUTANTS ?=
+mutants: setup debootstrap
+	$(PY) -m harness mutants hunt $(MUTANTS)
 
 image: setup debootstrap
 	$(PY) -m harness image

@@ -1,6 +1,6 @@
 """`python -m harness COMMAND`: build images, run chaos tests against containers, compare the
 designs under one test, run the nightly sweep, list faults, re-render a run's report, serve the
-results folder, clean up."""
+results folder, hunt seeded node bugs, clean up."""
 
 import sys
 import traceback
@@ -14,6 +14,7 @@ COMMANDS = {
     "run": "harness.run",
     "compare": "harness.compare",
     "nightly": "harness.nightly",
+    "mutants": "harness.mutants.command",
     "faults": "harness.faults",
     "serve": "harness.serve",
     "report": "harness.report",

@@ -37,7 +37,7 @@ COLUMNS = (("mode", "mode"), ("verdict", "verdict"), ("acknowledged", "acked"), 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    flags.add_arguments(parser, without=("mode",))
+    flags.add_arguments(parser, without=("mode", "mutant"))
     parser.add_argument("--modes", default=",".join(MODES),
                         help=f"the modes to compare, comma-separated (default {','.join(MODES)})")
 
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     runs: list[tuple[str, argparse.Namespace]] = []
     for mode in modes:
         mode_args = copy.copy(args)
-        mode_args.mode, mode_args.seed, mode_args.test_count = mode, seed, 1
+        mode_args.mode, mode_args.seed, mode_args.test_count, mode_args.mutant = mode, seed, 1, None
         try:
             flags.validate(mode_args)
         except ValueError as e:

@@ -55,6 +55,7 @@ from harness.control import Ssh
 from harness.errors import HarnessError
 from harness.image import ensure_images
 from harness.keys import create_key_pair
+from harness.mutants.build import image_source
 from harness.sshnodes import SshNodes
 from nodes.peers import Address
 
@@ -68,12 +69,13 @@ class Db(SshNodes):
 
     def __init__(self, nodes: int = 3, *, serve_args: Sequence[str] = (), run_id: str | None = None,
                  key_dir: Path | None = None, image: str | None = None, fuse: bool = False,
-                 node_args: Mapping[str, Sequence[str]] | None = None):
+                 node_args: Mapping[str, Sequence[str]] | None = None, mutant: str | None = None):
         super().__init__(serve_args, fuse, pidfile=PIDFILE, data_dir=DATA_DIR, store_dir=STORE_DIR,
                          fuse_log_dir=FUSE_LOG_DIR, node_args=node_args)
         self.run_id = run_id or new_run_id()
         self.size = nodes
         self._image = image
+        self._mutant = mutant
         self._key_dir = key_dir
         self._own_key_dir: tempfile.TemporaryDirectory[str] | None = None
         self._cluster: Cluster | None = None
@@ -87,7 +89,7 @@ class Db(SshNodes):
         """Build or reuse the images, create the network and containers, open one SSH connection per node."""
         try:
             client = connect()
-            image = self._image or ensure_images(client)
+            image = self._image or ensure_images(client, mutant=image_source(self._mutant))
             if self._key_dir is None:
                 self._own_key_dir = tempfile.TemporaryDirectory(prefix=f"dlc-{self.run_id}-ssh-")
             key_dir = self._key_dir or Path(self._own_key_dir.name)

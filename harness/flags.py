@@ -100,6 +100,8 @@ FLAGS: tuple[Flag, ...] = (
                         "on every host, or the first --nodes ones"),
     Flag("keep", False, "with --hosts: leave the copied code on the hosts (the next run reuses it)",
          replay=False, switch=True),
+    Flag("mutant", None, "run the nodes with this seeded bug instead of the checkout's code, as a must-fail "
+                         "control (`python -m harness mutants list`); containers only"),
 )
 
 
@@ -134,6 +136,8 @@ def validate(args: argparse.Namespace) -> None:
         if problem:
             raise ValueError(f"--{flag.name} {value}: {problem}")
     args.inventory = _inventory(args)
+    if args.mutant is not None:
+        _check_mutant(args)
     mode = MODES[args.mode]
     if args.read_mode is None:
         args.read_mode = mode.read_modes[0]
@@ -143,6 +147,18 @@ def validate(args: argparse.Namespace) -> None:
     args.workers = parse_concurrency(args.concurrency, args.nodes)
     args.faults = catalogue.resolve(args.nemesis)
     args.fault_options = catalogue.parse_options({o.dest: getattr(args, o.dest) for o in catalogue.options()})
+
+
+def _check_mutant(args: argparse.Namespace) -> None:
+    from harness.mutants.catalogue import mutant
+
+    try:
+        mutant(args.mutant)
+    except KeyError as e:
+        raise ValueError(f"--mutant {args.mutant}: {e.args[0]}") from None
+    if args.hosts is not None:
+        raise ValueError("--mutant: runs in containers only (its node image is built from the mutated copy); "
+                         "drop --hosts")
 
 
 def _inventory(args: argparse.Namespace) -> Inventory | None:

@@ -36,6 +36,7 @@ NODES_DIR = Path(nodes.__file__).parent
 AGENTS_DIR = Path(__file__).resolve().parent.parent / "nemesis" / "agents"
 BASE_REPO = "dledger-chaos/base"
 NODE_REPO = "dledger-chaos/node"
+MUTANT_REPO = "dledger-chaos/mutant"  # node images of seeded bugs (harness.mutants)
 LABEL_RECIPE = "dledger-chaos.recipe"
 LABEL_SOURCES = "dledger-chaos.sources"
 RECIPE_FILES = ("base.sh", "packages.txt")
@@ -64,10 +65,11 @@ def recipe_files() -> list[tuple[str, Path]]:
     return [(name, IMAGE_DIR / name) for name in RECIPE_FILES]
 
 
-def node_files() -> list[tuple[str, Path]]:
-    """The node image's build context: image files at the top, `nodes/` and the nemesis's `agents/` below."""
+def node_files(nodes_dir: Path = NODES_DIR) -> list[tuple[str, Path]]:
+    """The node image's build context: image files at the top, `nodes/` (the checkout's, or the
+    package at `nodes_dir`) and the nemesis's `agents/` below."""
     files = [(name, IMAGE_DIR / name) for name in NODE_IMAGE_FILES]
-    for prefix, folder in (("nodes", NODES_DIR), ("agents", AGENTS_DIR)):
+    for prefix, folder in (("nodes", nodes_dir), ("agents", AGENTS_DIR)):
         for path in sorted(folder.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
                 files.append((f"{prefix}/{path.relative_to(folder).as_posix()}", path))
@@ -134,15 +136,19 @@ def _run_logged(argv: list[str], log: Log, what: str) -> None:
                               + "\n".join(tail))
 
 
-def ensure_node_image(client: docker.DockerClient, base: str, log: Log = _stderr) -> str:
-    """The node image for this checkout's `nodes/` on `base`, built now if the sources or the base changed."""
+def ensure_node_image(client: docker.DockerClient, base: str, log: Log = _stderr,
+                      mutant: tuple[str, Path] | None = None) -> str:
+    """The node image for this checkout's `nodes/` on `base`, built now if the sources or the base
+    changed; tagged `:latest` too. With `mutant` (its name, the directory holding its `nodes`
+    package) the image of that seeded bug instead, `dledger-chaos/mutant:<name>-<hash>`, never
+    tagged `:latest`."""
     try:
         base_id = client.images.get(base).id
     except docker.errors.ImageNotFound:
         base_id = base  # the build pulls it, for a user with a registry
-    files = node_files()
+    files = node_files() if mutant is None else node_files(mutant[1] / "nodes")
     sources = files_hash(files, salt=base_id)
-    ref = f"{NODE_REPO}:{sources[:12]}"
+    ref = f"{NODE_REPO}:{sources[:12]}" if mutant is None else f"{MUTANT_REPO}:{mutant[0]}-{sources[:12]}"
     if _find(client, ref, LABEL_SOURCES, sources):
         log(f"node image {ref} is up to date")
     else:
@@ -160,14 +166,15 @@ def ensure_node_image(client: docker.DockerClient, base: str, log: Log = _stderr
             line = chunk.get("stream", "").rstrip()
             if line:
                 log(f"  {line}")
-    client.api.tag(ref, NODE_REPO, "latest")
+    if mutant is None:
+        client.api.tag(ref, NODE_REPO, "latest")
     return ref
 
 
 def remove_images(client: docker.DockerClient) -> int:
     """Remove every base and node image (the cache; the next run rebuilds); how many were removed."""
     removed = 0
-    for repo in (NODE_REPO, BASE_REPO):
+    for repo in (MUTANT_REPO, NODE_REPO, BASE_REPO):
         for found in client.images.list(name=repo):
             client.images.remove(found.id, force=True)
             removed += 1
@@ -175,11 +182,12 @@ def remove_images(client: docker.DockerClient) -> int:
 
 
 def ensure_images(client: docker.DockerClient | None = None, base_image: str | None = None,
-                  log: Log = _stderr) -> str:
-    """Make sure the base and node images are current; return the node image's reference."""
+                  log: Log = _stderr, mutant: tuple[str, Path] | None = None) -> str:
+    """Make sure the base and node images are current; return the node image's reference (the
+    image of `mutant`, a name and the directory of its `nodes` package, when given)."""
     client = client or connect()
     base = base_image or os.environ.get("BASE_IMAGE") or ensure_base(client, log)
-    return ensure_node_image(client, base, log)
+    return ensure_node_image(client, base, log, mutant)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -33,11 +33,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from harness import flags, hostsweep, sweep
+from harness import flags, hostsweep, simnight, sweep
 from harness.cluster import connect
 from harness.errors import HostsRefused, SshRefused
 from harness.inventory import InventoryError, load_inventory
 from harness.junit import write_junit
+from harness.mutants.cells import tonight
 from harness.results import git_commit
 from harness.summary import Row, counts, row_of, skipped_row, write_summary
 from harness.sweep import Cell
@@ -56,6 +57,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where the sweep's folder goes (default results)")
     parser.add_argument("--only", metavar="SUBSTRING[,...]",
                         help="only the cells whose name contains one of these (comma-separated)")
+    parser.add_argument("--mutants", type=int, default=3,
+                        help="seeded node bugs run as must-fail cells, a different few each night "
+                             "(default 3; containers only; see `python -m harness mutants list`)")
+    parser.add_argument("--sim-min", type=float, default=5.0,
+                        help="minutes of simulator seeds drawn fresh each night, before the runs (default 5; "
+                             "0 for none)")
     parser.add_argument("--dry-run", action="store_true", help="list the cells the budget picks, run nothing")
     parser.add_argument("--hosts", metavar="FILE",
                         help="run on the machines of this inventory (TOML) over SSH instead of containers; "
@@ -64,8 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.budget_min <= 0 or args.seeds < 1:
-        raise UsageError("--budget-min must be positive and --seeds at least 1")
+    if args.budget_min <= 0 or args.seeds < 1 or args.mutants < 0 or args.sim_min < 0:
+        raise UsageError("--budget-min must be positive, --seeds at least 1, --mutants and --sim-min "
+                         "0 or more")
     cells = sweep.chosen(args.only)
     if not cells:
         raise UsageError(f"--only {args.only}: no cell's name contains that (see --dry-run)")
@@ -80,24 +88,29 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_BAD_ARGS
     runnable = [cell for cell in cells if cell.name not in skipped]
-    picked = sweep.plan(runnable, args.budget_min * 60, args.seeds)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    mutants = [] if args.hosts else [c for c in tonight(seed, args.mutants) if sweep.matches(c, args.only)]
+    budget_s = args.budget_min * 60 - args.sim_min * 60 - args.seeds * sum(c.estimate_s for c in mutants)
+    picked = [*mutants, *sweep.plan(runnable, budget_s, args.seeds)]
     runs = [(cell, seed + i) for cell in picked for i in range(args.seeds)]
     for cell, run_seed in runs:  # a cell the run command refuses is a bug of the matrix: before anything runs
         run_args(cell, run_seed, args.results_dir, args.hosts)
-    print(describe(cells, picked, args.budget_min, args.seeds, seed, skipped))
+    print(describe([*mutants, *cells], picked, args.budget_min, args.seeds, seed, skipped))
+    if args.sim_min:
+        print(f"simulator: {args.sim_min:g} min of seeds from {seed} first ({simnight.replay_hint(seed)})")
     if args.dry_run:
         return EXIT_VALID
     if args.hosts is None:
         connect().close()  # a missing Docker engine: one sentence, before any folder is made
     out = args.results_dir / f"nightly-{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True)
+    sim_rows = simnight.run_simulator(seed, args.sim_min * 60, out) if args.sim_min else []
     meta = {"name": out.name, "seed": seed, "seeds": args.seeds, "budget_min": args.budget_min,
             "only": args.only, "hosts": args.hosts, "estimate_s": sum(cell.estimate_s for cell, _ in runs),
             "git_commit": git_commit(REPO)}
     skipped_rows = [skipped_row(cell, seed + i, skipped[cell.name]) for cell in cells if cell.name in skipped
                     for i in range(args.seeds)]
-    return execute(runs, out, meta, skipped_rows, args.hosts)
+    return execute(runs, out, meta, skipped_rows, args.hosts, sim_rows)
 
 
 def skips(cells: list[Cell], hosts: str | None) -> dict[str, str]:
@@ -154,9 +167,10 @@ def describe(cells: list[Cell], picked: list[Cell], budget_min: float, seeds: in
 
 
 def execute(runs: list[tuple[Cell, int]], out: Path, meta: dict[str, Any], skipped: Sequence[Row] = (),
-            hosts: str | None = None) -> int:
-    """Run `runs` one after the other (on the inventory `hosts`, when given), then write the summary (with
-    the `skipped` rows after the runs'), also after an interrupt; the exit code."""
+            hosts: str | None = None, before: Sequence[Row] = ()) -> int:
+    """Run `runs` one after the other (on the inventory `hosts`, when given), then write the summary (the
+    `before` rows first, the simulator's; the `skipped` rows after the runs'), also after an interrupt;
+    the exit code."""
     warm_checker()
     rows: list[Row] = []
     began, started = time.monotonic(), time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -178,7 +192,7 @@ def execute(runs: list[tuple[Cell, int]], out: Path, meta: dict[str, Any], skipp
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
         meta.update(started=started, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), interrupted=interrupted,
                     not_run=[f"{cell.name} seed {seed}" for cell, seed in runs[len(rows):]])
-        every = [*rows, *skipped]
+        every = [*before, *rows, *skipped]
         summary, html = write_summary(out, every, meta)
         junit = write_junit(out / "junit.xml", every, "nightly", started)
     for row in every:

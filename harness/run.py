@@ -83,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     if args.test_count > 1:
         warm_checker(args.spark_master)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
-    name = args.name or f"{args.mode}-{'-'.join(catalogue.resolve_words(args.nemesis)) or 'no-faults'}"
+    name = args.name or "-".join([*([f"mutant-{args.mutant}"] if args.mutant else []), args.mode,
+                                  "-".join(catalogue.resolve_words(args.nemesis)) or "no-faults"])
     codes = []
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
@@ -285,7 +286,7 @@ class TestRun:
         ]
         t = time.monotonic()
         db = open_db(args.inventory, args.nodes, serve_args, self.run_dir, self.faults, keep=args.keep,
-                     mode=MODES[args.mode])
+                     mode=MODES[args.mode], mutant=args.mutant)
         self.test["run_id"] = db.run_id
         write_json(self.run_dir / "test.json", self.test)
         db.setup()

@@ -53,14 +53,17 @@ class RunDb(Nodes, Protocol):
 
 
 def open_db(inventory: Inventory | None, nodes: int, serve_args: Sequence[str], run_dir: Path,
-            faults: list[str], keep: bool = False, mode: Mode = MODES["dledger"]) -> RunDb:
-    """The Db for a run of `mode`: containers when `inventory` is None, else its hosts (not set up yet)."""
+            faults: list[str], keep: bool = False, mode: Mode = MODES["dledger"],
+            mutant: str | None = None) -> RunDb:
+    """The Db for a run of `mode`: containers when `inventory` is None, else its hosts (not set up yet);
+    `mutant` names a seeded bug whose node image the containers run (`harness.mutants`)."""
     fuse = "fuse" in catalogue.needs(faults)
     if inventory is None:
         from harness.db import Db
 
         node_args = mode.node_args([f"n{i + 1}" for i in range(nodes)])
-        return Db(nodes, serve_args=serve_args, key_dir=run_dir / "ssh", fuse=fuse, node_args=node_args)
+        return Db(nodes, serve_args=serve_args, key_dir=run_dir / "ssh", fuse=fuse, node_args=node_args,
+                  mutant=mutant)
     from harness.hostsdb import HostsDb
 
     return HostsDb(inventory, serve_args=serve_args, fuse=fuse, keep=keep, needs=needs_of(faults),

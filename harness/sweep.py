@@ -146,8 +146,13 @@ NOT_IN_MASTER_SLAVE = {
 def chosen(only: str | None = None) -> list[Cell]:
     """The cells of MATRIX whose name contains one of the comma-separated words of `only` (every cell
     when None)."""
+    return [cell for cell in MATRIX if matches(cell, only)]
+
+
+def matches(cell: Cell, only: str | None) -> bool:
+    """Whether `cell`'s name contains one of the comma-separated words of `only` (always when None)."""
     words = [word for word in (only or "").split(",") if word]
-    return [cell for cell in MATRIX if not words or any(word in cell.name for word in words)]
+    return not words or any(word in cell.name for word in words)
 
 
 def plan(cells: list[Cell], budget_s: float, seeds: int = 1) -> list[Cell]:

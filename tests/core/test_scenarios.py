@@ -517,7 +517,8 @@ def test_a_vote_granted_in_another_term_is_not_counted_even_with_the_rounds_seq(
     c.run(1000)
     candidate = c.core("n1")
     round_term = candidate.term
-    seq = max(m.seq for s, _, m in c.sent if s == "n1" and isinstance(m, VoteRequest) and m.term == round_term)
+    asked = [m for s, _, m in c.sent if s == "n1" and isinstance(m, VoteRequest) and m.term == round_term]
+    seq = max(m.seq for m in asked)
     candidate.receive("n2", VoteResponse(round_term - 1, VoteResult.ACCEPT, seq), c.now)
     c.drain("n1")
     assert candidate.role is Role.CANDIDATE

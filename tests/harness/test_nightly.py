@@ -19,6 +19,8 @@ from harness.inventory import load_inventory
 from harness.junit import write_junit
 from harness.keys import create_key_pair
 from harness.modes import MODES
+from harness.mutants.catalogue import CATALOGUE
+from harness.mutants.cells import CAUGHT_BY_CELL, mutant_cell, tonight
 from harness.summary import row_of, write_summary
 from nemesis import catalogue
 
@@ -27,7 +29,8 @@ MINUTE = 60.0
 
 
 def by_name(name: str) -> sweep.Cell:
-    return next(cell for cell in sweep.MATRIX if cell.name == name)
+    mutants = [mutant_cell(m) for m in CATALOGUE]
+    return next(cell for cell in (*sweep.MATRIX, *mutants) if cell.name == name)
 
 
 def test_every_family_runs_alone_in_dledger_and_in_each_master_slave_mode_or_says_why_not():
@@ -215,7 +218,7 @@ def fake_sweep(tmp_path, monkeypatch):
         parser = argparse.ArgumentParser()
         nightly.add_arguments(parser)
         args = parser.parse_args(["--only", only, "--seed", "7", "--results-dir", str(tmp_path / "results"),
-                                  *extra])
+                                  "--sim-min", "0", "--mutants", "0", *extra])
         code = nightly.run(args)
         (out,) = (tmp_path / "results").iterdir()
         assert (out / "summary.html").exists() and (out / "junit.xml").exists()
@@ -235,6 +238,23 @@ def test_a_sweep_with_every_verdict_as_expected_exits_0(fake_sweep, capsys):
     assert "nightly: 4 runs: 4 pass\nsummary: " in out
     assert "nightly [1/4] start master-slave-async-isolate-lose-sync-3n seed 7: expects invalid" in err
     assert "nightly [4/4] pass dledger-kill-sync-3n seed 8: valid (expected valid)" in err and "eta" in err
+
+
+@pytest.mark.parametrize("caught_before", [False, True])
+def test_tonights_seeded_bugs_run_first_and_one_caught_before_that_comes_back_valid_fails(
+        fake_sweep, monkeypatch, caught_before):
+    verdicts, ran, sweep_of = fake_sweep
+    [bug] = tonight(7, 1)  # the sweep's seed is 7
+    if caught_before:
+        monkeypatch.setitem(CAUGHT_BY_CELL, bug.name.split("-mutant-")[1], "caught before")
+    verdicts.update({bug.name: True, "dledger-kill-sync-3n": True})
+    code, summary = sweep_of("dledger-kill-sync-3n,mutant-", "--mutants", "1")
+    assert ran == [(bug.name, 7), ("dledger-kill-sync-3n", 7)]
+    if caught_before:
+        assert code == 1 and summary["rows"][0]["outcome"] == "fail"
+        assert "the harness lost its teeth" in summary["rows"][0]["message"]
+    else:  # not caught by its cell yet: reported only
+        assert code == 0 and [r["outcome"] for r in summary["rows"]] == ["known-risk", "pass"]
 
 
 def test_an_unexpected_verdict_exits_1(fake_sweep, capsys):
@@ -286,7 +306,7 @@ def test_a_run_that_raises_fails_that_run_and_the_sweep_goes_on(fake_sweep):
 
 def test_dry_run_lists_the_plan_through_the_cli_and_runs_nothing(tmp_path):
     command = [sys.executable, "-m", "harness", "nightly", "--dry-run", "--budget-min", "5", "--seed", "3",
-               "--results-dir", str(tmp_path)]
+               "--results-dir", str(tmp_path), "--sim-min", "0", "--mutants", "0"]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -375,7 +395,7 @@ def hosts_sweep(fake_sweep, tmp_path, monkeypatch):
         parser = argparse.ArgumentParser()
         nightly.add_arguments(parser)
         return nightly.run(parser.parse_args(["--only", only, "--seed", "7", "--hosts", str(path),
-                                              "--results-dir", str(tmp_path / "results")]))
+                                              "--results-dir", str(tmp_path / "results"), "--sim-min", "0"]))
 
     return verdicts, ran, sweep_on_hosts, facts, inventories, path
 
@@ -433,7 +453,7 @@ def test_a_one_cell_sweep_runs_a_control_against_containers(tmp_path, via_checke
     from harness.cluster import LABEL_RUN, connect
 
     command = [sys.executable, "-m", "harness", "nightly", "--only", "master-slave-async-isolate-lose",
-               "--seed", "4", "--results-dir", str(tmp_path)]
+               "--seed", "4", "--results-dir", str(tmp_path), "--sim-min", "0", "--mutants", "0"]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (out,) = tmp_path.glob("nightly-*")

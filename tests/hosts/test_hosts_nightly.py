@@ -26,7 +26,7 @@ def test_a_small_sweep_runs_what_the_hosts_can_and_skips_the_rest_with_the_reaso
     inventory = ssh_hosts.inventory(tmp_path / "hosts.toml", ("n1", "n2", "bare"))
     command = [sys.executable, "-m", "harness", "nightly", "--hosts", str(inventory), "--only",
                "dledger-kill-sync,dledger-partition-sync", "--seed", "4", "--results-dir",
-               str(tmp_path / "results")]
+               str(tmp_path / "results"), "--sim-min", "0"]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (out,) = (tmp_path / "results").glob("nightly-*")

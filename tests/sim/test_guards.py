@@ -178,7 +178,8 @@ LATE = {"answer in time", "liveness"}
 # voted itself in crashes, `nodes.sim.faults`), while leaders die and new ones are elected: the
 # loser restarts and would campaign at once in the next term (`Core.__init__`), its log as long as
 # the others' since few appends come, while the leader it lost to still holds its lease
-RESTARTED_SELF_VOTER = {"lease_guard": True, "faults": "votecrash,leaderkill", "append_share": 0.05, "nodes": 3}
+RESTARTED_SELF_VOTER = {"lease_guard": True, "faults": "votecrash,leaderkill", "append_share": 0.05,
+                        "nodes": 3}
 # leaders killed again and again, mid catch-up (some before their no-op spreads: Figure 8),
 # other nodes crashed at random; longer runs, as it takes several rounds of leaders
 # (roomy disks: 30 elections' no-ops and catch-ups overflow a small disk flagged full, seed 112)

@@ -1,0 +1,319 @@
+"""The catalogue of seeded bugs: small, plausible mistakes in `nodes/` the harness must catch.
+
+Each `Mutant` is a few-line change a Raft, DLedger or RocketMQ developer could well write:
+a rule dropped, a check against the wrong index, a write made durable too late. Its `run`
+is the end-to-end cell meant to catch it (`python -m harness run` flags) and its `sim` the
+`simulate-many` flags aimed at it (None in master-slave mode, which the simulator does not
+run). The figures of how often each is caught live with the hunt, not here.
+"""
+
+from __future__ import annotations
+
+from harness.mutants.model import Edit, Mutant
+
+LONG = ("--time-limit", "300")
+LEASE = ("--read-mode", "lease")
+# simulate-many flags aimed at a kind of bug (beyond the default rotation)
+CHURN = ("--nodes", "3", "--mixes", "leaderkill,crash,leadercrash", "--steps", "8000")  # leaders die young
+REPAIR = ("--nodes", "3", "--mixes", "partition,crash,powerloss,repaircrash")  # power lost after a truncation
+REPAIR_CHURN = ("--nodes", "3", "--mixes",
+                "partition,crash,powerloss,repaircrash;leaderkill,crash,leadercrash")
+PAUSED = ("--mixes", "pause;pause,partition", "--clients", "6")  # a frozen leader woken with reads queued
+TRANSFERS = ("--mixes", "transfer,delay;transfer,pause;transfer,oneway,loss")
+SELF_VOTER = ("--nodes", "3", "--mixes", "votecrash,leaderkill;votecrash,pause")  # a loser restarts, stands
+POWER = ("--nodes", "3", "--mixes", "powerloss,crash,leadercrash;powerloss,partition,leaderkill")
+TORN = ("--mixes", "powerloss,repaircrash,partition;powerloss,crash,leadercrash")  # torn and reordered writes
+
+_ELECTION: tuple[Mutant, ...] = (
+    Mutant(
+        "vote-without-log-check", "election",
+        "A node grants its vote to a candidate whose log is behind its own.",
+        (Edit("election.py", "    if ledger is not None:\n        return ledger, None\n", ""),),
+        ("--nemesis", "part-kill,kill,partition", *LONG),
+    ),
+    Mutant(
+        "vote-log-check-index-only", "election",
+        "The up-to-date check compares only log lengths, so a longer log of an older term wins votes.",
+        (Edit("election.py",
+              "    if req.ledger_end_term < view.ledger_end_term:\n"
+              "        return VoteResult.REJECT_EXPIRED_LEDGER_TERM\n"
+              "    if req.ledger_end_term == view.ledger_end_term and req",
+              "    if req"),),
+        ("--nemesis", "part-kill,partition,kill", *LONG),
+    ),
+    Mutant(
+        "vote-not-persisted", "election",
+        "A node grants a vote without saving it, so after a restart it can vote again in the same term.",
+        (Edit("core.py", "self.vote_for = req.candidate\n            self._persist()",
+              "self.vote_for = req.candidate"),),
+        ("--nemesis", "kill,pause-kill,part-kill", *LONG),
+    ),
+    Mutant(
+        "vote-saved-only-on-term-change", "election",
+        "The term file is rewritten only when the term changes, so a vote for another node is never saved.",
+        (Edit("driver.py", "if state != self._persisted:", "if state.term != self._persisted.term:"),),
+        ("--nemesis", "kill,pause-kill,part-kill", *LONG),
+    ),
+    Mutant(
+        "vote-twice-in-term", "election",
+        "A node that already voted in a term votes again for another candidate while it knows no leader.",
+        (Edit("election.py", "            return VoteResult.REJECT_ALREADY_VOTED, None\n", ""),),
+        ("--nemesis", "partition,kill,part-kill", *LONG),
+    ),
+    Mutant(
+        "vote-for-older-term", "election",
+        "A node grants its vote to a candidate of an older term than its own.",
+        (Edit("election.py",
+              "    if req.term < view.term:\n"
+              "        return VoteResult.REJECT_EXPIRED_VOTE_TERM, None  # rule 5\n"
+              "    if req.term == view.term:  # rule 6",
+              "    if req.term <= view.term:  # rules 5-6"),),
+        ("--nemesis", "pause,partition,part-kill", *LONG),
+    ),
+    Mutant(
+        "leader-ignores-higher-term", "election",
+        "A leader that hears a higher term in a reply does not step down.",
+        (Edit("core.py",
+              "        if term > self.term:\n"
+              "            self._adopt_next_round(term)\n"
+              "            return False\n",
+              ""),),
+        ("--nemesis", "partition,pause,part-kill", *LONG),
+    ),
+    Mutant(
+        "releads-term-after-restart", "election",
+        "A node that voted for itself and restarts campaigns again in the same term, as DLedger does.",
+        (Edit("core.py", "ParseResult.WAIT_TO_VOTE_NEXT if vote == node_id else ParseResult.WAIT_TO_REVOTE",
+              "ParseResult.WAIT_TO_REVOTE"),),
+        ("--nemesis", "kill,power-loss", "--flush", "async", *LONG),
+    ),
+    Mutant(
+        "releads-term-after-step-down", "election",
+        "A leader that steps down campaigns again in the term it led, and can lead it a second time.",
+        (Edit("core.py", "            self._never_lead_this_term_again()\n", ""),),
+        ("--nemesis", "partition,pause,kill", *LONG),
+    ),
+)
+
+_REPLICATION: tuple[Mutant, ...] = (
+    Mutant(
+        "append-without-prev-check", "replication",
+        "A follower appends pushed entries without checking that it holds the entry before them.",
+        (Edit("replication.py", "    if not _holds(store, req.index, req.index_term):",
+              "    if req.type is not PushType.APPEND and not _holds(store, req.index, req.index_term):"),),
+        ("--nemesis", "partition,kill,packet", *LONG),
+        REPAIR_CHURN,
+    ),
+    Mutant(
+        "append-keeps-conflicting-entries", "replication",
+        "A follower skips pushed entries at indexes it already has, even when their terms differ.",
+        (Edit("replication.py",
+              "entries[k].index <= end and store.term_at(entries[k].index) == entries[k].term",
+              "entries[k].index <= end"),),
+        ("--nemesis", "partition,part-kill,kill", *LONG),
+    ),
+    Mutant(
+        "truncate-ignored", "replication",
+        "A follower answers a TRUNCATE with success but keeps its conflicting tail.",
+        (Edit("replication.py", "            _truncate(store, keep, commit)\n", ""),),
+        ("--nemesis", "partition,part-kill,kill", *LONG),
+        REPAIR_CHURN,
+    ),
+    Mutant(
+        "commit-earlier-term-by-counting", "replication",
+        "A new leader commits an entry of an earlier term as soon as a majority holds it (Raft's Figure 8).",
+        (Edit("replication.py", "return entry_term == term", "return entry_term <= term"),),
+        ("--nemesis", "kill,partition,part-kill", *LONG),
+        CHURN,
+    ),
+    Mutant(
+        "follower-commit-beyond-match", "replication",
+        "A follower takes the leader's commit index up to its own log end, past what it knows matches.",
+        (Edit("core.py", "self._set_commit(min(leader_commit, self._leader_match))",
+              "self._set_commit(min(leader_commit, self.log.end_index))"),),
+        ("--read-mode", "follower", "--nemesis", "partition,part-kill,kill", *LONG),
+    ),
+    Mutant(
+        "commit-quorum-off-by-one", "replication",
+        "The leader commits once one node fewer than a majority holds an entry.",
+        (Edit("core.py", "index = quorum_index(matches, self.quorum)",
+              "index = quorum_index(matches, self.quorum - 1)"),),
+        ("--nemesis", "partition,kill", *LONG),
+    ),
+)
+
+_READS: tuple[Mutant, ...] = (
+    Mutant(
+        "read-index-unconfirmed", "reads",
+        "A read-index read is served once the heartbeat round is sent, before a majority confirmed it.",
+        (Edit("reads.py", "return seq <= self.confirmed_seq", "return seq <= self.last_seq"),),
+        ("--nemesis", "partition,pause", *LONG),
+        PAUSED,
+    ),
+    Mutant(
+        "lease-never-expires", "reads",
+        "A leader serves lease reads while it thinks it leads, however long ago a majority confirmed it.",
+        (Edit("core.py",
+              "            now < self._confirm.confirmed_at"
+              " + t.leader_lost_ms * (1.0 - t.lease_drift_ratio)\n"
+              "            and self._transfer",
+              "            self._transfer"),),
+        (*LEASE, "--nemesis", "pause,partition", *LONG),
+        PAUSED,
+    ),
+    Mutant(
+        "lease-without-drift-margin", "reads",
+        "The leader's lease lasts the followers' whole election timeout, with no margin for clock drift.",
+        (Edit("core.py", " * (1.0 - t.lease_drift_ratio)", ""),),
+        (*LEASE, "--nemesis", "clock,pause,partition", *LONG),
+        ("--profile", "dledger", "--mixes", "skew,partition;skew,pause"),
+    ),
+    Mutant(
+        "lease-kept-across-transfer", "reads",
+        "A leader keeps serving lease reads while it hands leadership to another node.",
+        (Edit("core.py", "            and self._transfer is None\n"
+              "            and not self._lease_forfeited\n", ""),),
+        (*LEASE, "--nemesis", "churn,pause", *LONG),
+        TRANSFERS,
+    ),
+    Mutant(
+        "lease-back-after-transfer-timeout", "reads",
+        "A leader whose transfer timed out serves lease reads again, though the transferee may still win.",
+        (Edit("core.py", "            and not self._lease_forfeited\n", ""),),
+        (*LEASE, "--nemesis", "churn,pause,packet", *LONG),
+        TRANSFERS,
+    ),
+    Mutant(
+        "restart-stands-within-lease", "reads",
+        "A restarted node campaigns at once, not waiting out a lease it may have confirmed before it died.",
+        (Edit("core.py",
+              "        if not self._increase_term_now and self._waits_out_lease():\n"
+              "            hit(\"vote.wait.lease-guard\")\n"
+              "            self._next_vote_at = self._guard_until\n"
+              "            return\n",
+              ""),),
+        (*LEASE, "--nemesis", "kill,pause-kill,part-kill", *LONG),
+        SELF_VOTER,
+    ),
+    Mutant(
+        "restart-forgets-lease-guard", "reads",
+        "A restarted node assumes no leader holds a lease and votes for the first candidate at once.",
+        (Edit("core.py", "self._guard_until = now + self.timing.leader_lost_ms", "self._guard_until = now"),),
+        (*LEASE, "--nemesis", "kill,pause-kill,part-kill", *LONG),
+        SELF_VOTER,
+    ),
+    Mutant(
+        "read-beyond-commit", "reads",
+        "A read returns every stored entry of the range asked for, including ones not committed yet.",
+        (Edit("reads.py", "top = min(last, limit)", "top = last"),),
+        ("--nemesis", "partition,kill", *LONG),
+    ),
+)
+
+_DURABILITY: tuple[Mutant, ...] = (
+    Mutant(
+        "ack-before-quorum", "durability",
+        "The leader acknowledges an append once it has it on its own disk, before a majority does.",
+        (Edit("core.py", "while pending and pending[0].last <= index:",
+              "while pending and pending[0].last <= self._durable_index():"),),
+        ("--nemesis", "kill,partition", *LONG),
+    ),
+    Mutant(
+        "ack-before-fsync", "durability",
+        "With fsync before ack, the leader counts its own entries toward a majority before they are fsynced.",
+        (Edit("core.py", "return min(self.log.flushed_index, end) if self._sync else end", "return end"),),
+        ("--flush", "sync", "--nemesis", "power-loss", *LONG),
+        POWER,
+    ),
+    Mutant(
+        "follower-acks-unflushed", "durability",
+        "With fsync before ack, a follower acknowledges entries it has written but not fsynced.",
+        (Edit("core.py", "if out.match_index <= self._durable_index():",
+              "if out.match_index <= self.log.end_index:"),),
+        ("--flush", "sync", "--nemesis", "power-loss", *LONG),
+        POWER,
+    ),
+    Mutant(
+        "truncate-keeps-flushed-index", "durability",
+        "Truncating the log leaves the flushed index where it was, so rewritten entries count as fsynced.",
+        (Edit("store/mmapstore.py", "            self._flushed = min(self._flushed, index)\n", ""),),
+        ("--flush", "sync", "--nemesis", "power-loss,partition", *LONG),
+        REPAIR,
+    ),
+    Mutant(
+        "term-file-not-fsynced", "durability",
+        "The term file is renamed into place without fsyncing its directory, so a power loss forgets a vote.",
+        (Edit("store/termfile.py", "    fs.fsync_dir(path.parent)\n", ""),),
+        ("--nemesis", "power-loss", *LONG),
+    ),
+    Mutant(
+        "recovery-skips-body-crc", "durability",
+        "Recovery keeps an entry whose body fails its CRC.",
+        (Edit("store/recovery.py", "if not entry.ok:", "if not entry.chain_crc_ok:"),),
+        ("--nemesis", "disk,power-loss", *LONG),
+        TORN,
+    ),
+    Mutant(
+        "recovery-skips-chain-crc", "durability",
+        "Recovery keeps an entry whose chain CRC does not follow the entry before it.",
+        (Edit("store/recovery.py", "if not entry.ok:", "if not entry.body_crc_ok:"),),
+        ("--nemesis", "disk,power-loss", *LONG),
+        TORN,
+    ),
+    Mutant(
+        "recovery-keeps-torn-tail", "durability",
+        "Recovery stops at a torn entry but leaves its bytes and any later files in place.",
+        (Edit("store/recovery.py", "    elif scan.stop is not None and not scan.stop.clean:\n"
+              "        cut = scan.stop.pos, scan.stop.reason\n", ""),),
+        ("--nemesis", "power-loss,disk", *LONG),
+        TORN,
+    ),
+)
+
+_MASTER_SLAVE: tuple[Mutant, ...] = (
+    Mutant(
+        "slave-reports-unflushed", "master-slave",
+        "A slave reports the last entry it wrote as its durable offset, before fsyncing it.",
+        (Edit("ha/node.py", "        durable = self._durable()\n        if self._reporter",
+              "        durable = self.log.end_index\n        if self._reporter"),),
+        ("--mode", "master-slave-sync", "--flush", "sync", "--nemesis", "power-loss,lose-node", *LONG),
+        None,
+    ),
+    Mutant(
+        "sync-master-acks-on-timeout", "master-slave",
+        "A SYNC_MASTER whose slave does not answer in time acknowledges the append anyway.",
+        (Edit("ha/node.py", "code = ResponseCode.FLUSH_SLAVE_TIMEOUT if own_done else",
+              "code = ResponseCode.SUCCESS if own_done else"),),
+        ("--mode", "master-slave-sync", "--nemesis", "partition,pause,lose-node", *LONG),
+        None,
+    ),
+    Mutant(
+        "sync-master-counts-unverified-slave", "master-slave",
+        "A SYNC_MASTER counts a slave's reported offset before checking that its log matches the master's.",
+        (Edit("ha/master.py", "        st.last_report = now\n",
+              "        st.last_report = now\n        st.acked = min(report.offset, report.end_index)\n"),
+         Edit("ha/master.py", "for st in self._slaves.values() if st.verified), default=-1)",
+              "for st in self._slaves.values()), default=-1)")),
+        ("--mode", "master-slave-sync", "--nemesis", "isolate-lose,lose-node,kill", *LONG),
+        None,
+    ),
+    Mutant(
+        "promote-reuses-epoch", "master-slave",
+        "A promoted slave takes writes in the epoch of the master it followed instead of a new one.",
+        (Edit("ha/node.py", "self._take_mastership(self.term + 1, flavour)",
+              "self._take_mastership(self.term, flavour)"),),
+        ("--mode", "master-slave-async", "--read-mode", "follower", "--nemesis", "isolate-lose,lose-node",
+         *LONG),
+        None,
+    ),
+)
+
+CATALOGUE: tuple[Mutant, ...] = _ELECTION + _REPLICATION + _READS + _DURABILITY + _MASTER_SLAVE
+
+
+def mutant(name: str) -> Mutant:
+    """The catalogue's mutant called `name`; KeyError listing the names when there is none."""
+    for m in CATALOGUE:
+        if m.name == name:
+            return m
+    raise KeyError(f"no mutant {name!r}; the catalogue has: {', '.join(m.name for m in CATALOGUE)}")

@@ -1,0 +1,88 @@
+"""Do end-to-end runs catch a seeded bug? `harness run --mutant NAME` on containers.
+
+Two kinds of run per mutant: the default run (`make chaos`'s flags, in the mutant's mode) for up
+to `seeds` seeds, stopping at the first that does not come back valid, and the run meant to catch
+it (its nightly cell, `Mutant.run`) once per seed likewise. Each goes through `harness run`'s own
+code in this process, as the nightly sweep's runs do, into `<out>/<run name>/`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import traceback
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import NoReturn
+
+from harness import flags
+from harness.mutants.model import Mutant
+from nodes.cliparse import EXIT_INTERNAL, EXIT_INVALID, EXIT_VALID
+
+DEFAULT_RUN = ("--nodes", "5", "--time-limit", "60", "--nemesis", "default")  # what `make chaos` runs
+VERDICTS = {EXIT_VALID: "valid", EXIT_INVALID: "invalid"}
+
+
+@dataclass(frozen=True)
+class RunFinding:
+    """What the runs of one kind saw: the verdict of each seed, in order, and each run's folder."""
+
+    kind: str  # "default" or "cell"
+    argv: tuple[str, ...]
+    verdicts: tuple[str, ...]
+    seeds: tuple[int, ...]
+    run_dirs: tuple[str, ...]
+
+    @property
+    def caught_at(self) -> int | None:
+        """The 1-based number of the first run that ended invalid, or None."""
+        return next((k for k, v in enumerate(self.verdicts, 1) if v == "invalid"), None)
+
+    def as_dict(self) -> dict[str, object]:
+        return {**asdict(self), "caught_at": self.caught_at}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ValueError(f"{self.prog}: {message}")
+
+
+def run_args(mutant: Mutant, argv: tuple[str, ...], seed: int, out: Path, name: str) -> argparse.Namespace:
+    """The validated `harness run` arguments of one run of `mutant`; ValueError if they are bad."""
+    parser = _Parser(prog=f"mutant {mutant.name}")
+    flags.add_arguments(parser)
+    args = parser.parse_args([*argv, "--mutant", mutant.name, "--seed", str(seed), "--results-dir", str(out),
+                              "--name", name])
+    flags.validate(args)
+    return args
+
+
+def default_argv(mutant: Mutant) -> tuple[str, ...]:
+    """The default run's flags in the mutant's mode (a master-slave bug needs its mode to run at all)."""
+    mode = mutant.run[mutant.run.index("--mode"):][:2] if "--mode" in mutant.run else ()
+    return (*DEFAULT_RUN, *mode)
+
+
+def hunt(mutant: Mutant, kind: str, seeds: list[int], out: Path) -> RunFinding:
+    """Run `mutant` with the flags of `kind` ("default" or "cell") for each seed until one is not valid."""
+    argv = default_argv(mutant) if kind == "default" else mutant.run
+    name = f"mutant-{mutant.name}-{kind}"
+    verdicts: list[str] = []
+    run_dirs: list[str] = []
+    for seed in seeds:
+        code, run_dir = _run_once(mutant, argv, seed, out, name)
+        verdicts.append(VERDICTS.get(code, "unknown" if code != EXIT_INTERNAL else "error"))
+        run_dirs.append(str(run_dir))
+        if code != EXIT_VALID:
+            break
+    return RunFinding(kind, argv, tuple(verdicts), tuple(seeds[:len(verdicts)]), tuple(run_dirs))
+
+
+def _run_once(mutant: Mutant, argv: tuple[str, ...], seed: int, out: Path, name: str) -> tuple[int, Path]:
+    from harness.run import run_test
+
+    args = run_args(mutant, argv, seed, out, name)
+    try:
+        return run_test(args, args.faults, name, seed)
+    except Exception:  # one run's failure is that run's verdict; the hunt goes on
+        traceback.print_exc()
+        return EXIT_INTERNAL, out / name
