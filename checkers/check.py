@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from checkers import consumers, durability, realtime, screen
 from checkers.anomalies import DEFAULT_WITNESSES, SUSPECT, Found, collect_anomalies
 from checkers.elections import election_safety, load_events
+from checkers.exercised import run_summary
 from checkers.finallogs import FinalLogs, load_final_logs
 from checkers.history import load_history
 from checkers.layout import ResultsDir
@@ -81,10 +82,11 @@ def check_many(
     loaded = loaded or Loaded()
     screened = None if exact or loaded.witnesses != witnesses else loaded.screened
     # Small jobs run beside the others (Spark takes jobs from many threads): the election
-    # check, and on the screen's path the stores' flags.
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="check") as side:
+    # check, on the screen's path the stores' flags, and (in Python) what the nodes exercised.
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="check") as side:
         replicas = None if exact else side.submit(replica_flags, spark, dirs)
         elections = side.submit(_elections, spark, dirs, witnesses)
+        summaries = [side.submit(run_summary, d) for d in dirs]
         history = loaded.history or load_history(spark, dirs)
         try:
             finals = loaded.finals or load_final_logs(spark, dirs)
@@ -134,9 +136,8 @@ def check_many(
         }
         if layout.fault_log is not None:
             stats["faults"] = layout.fault_log
-        results.append(
-            decide(found.get(hid, {}), undecidable, layout.read_mode, stats, [*layout.notes, *notes])
-        )
+        verdict = decide(found.get(hid, {}), undecidable, layout.read_mode, stats, [*layout.notes, *notes])
+        results.append({**verdict, **summaries[hid].result()})
     return results
 
 

@@ -1,5 +1,6 @@
 """`report.html`: one run's verdict in plain words, the checks with each anomaly's witnesses laid
-out, what the faults did, and the plots, in one self-contained file (checkers/templates/).
+out, what the faults did and which protocol rules the nodes exercised (with a warning when the
+faults did not bite), and the plots, in one self-contained file (checkers/templates/).
 
 It renders a verdict (the one just computed, else results.json) and never re-checks: it reads
 test.json, the history once through the checker's reader (`checkers.jsonlines`), the nodes'
@@ -21,6 +22,7 @@ from checkers.plots import draw_plots
 from checkers.timeline import timeline_of
 from checkers.verdict import REGISTRY
 from checkers.witnesses import HISTORY_KEYS, HistoryLookup, final_entries, log_indexes, named, witness_views
+from nodes.coverage import RULES
 
 ABOUT = {c.name: c.about for c in REGISTRY}  # what each check looks for
 WORDS = {True: "valid", False: "invalid", "unknown": "unknown"}
@@ -84,6 +86,8 @@ def write_report(run_dir: Path, results: dict[str, Any] | None = None) -> Path:
         nemesis_ops=timeline.nemesis_ops,
         fault_log=test.get("fault_log"),
         fault_log_error=test.get("fault_log_error"),
+        exercised=_exercised(results),
+        bite=(results or {}).get("bite"),
         stats=(results or {}).get("stats", {}),
     )
     out = layout.path / "report.html"
@@ -132,6 +136,15 @@ def _verdict(results: dict[str, Any] | None, linearizable: bool) -> dict[str, An
         "read_mode": results.get("read_mode"),
         "linearizable": linearizable,
     }
+
+
+def _exercised(results: dict[str, Any] | None) -> dict[str, Any] | None:
+    """results.json's `exercised` with a row per rule that fired: (rule, what it guards, count)."""
+    found = (results or {}).get("exercised")
+    if not found:
+        return None
+    return {**found, "rows": [(rule, RULES.get(rule, ""), n) for rule, n in found["rules"].items()],
+            "known": len(RULES)}
 
 
 def _summary(test: dict[str, Any], results: dict[str, Any] | None) -> list[tuple[str, Any]]:

@@ -109,8 +109,17 @@ def exit_code(valid: Verdict) -> int:
     return 0 if valid is True else 1 if valid is False else 2
 
 
+def verdict_line(result: dict[str, Any]) -> str:
+    """The verdict and read mode, and that the faults did not bite when results.json's `bite` says so."""
+    line = f"valid: {json.dumps(result['valid'])}  (read mode {result['read_mode']})"
+    bite = result.get("bite")
+    if bite and not bite["bit"]:
+        line += f"{', but' if result['valid'] is True else ';'} {bite['note']}"
+    return line
+
+
 def table(result: dict[str, Any]) -> str:
-    """A short verdict table: one line per check, the verdict last."""
+    """A short verdict table: one line per check, what the nodes exercised, the verdict last."""
     lines = [f"{'check':<22} {'verdict':<8} {'count':>8}  first witness"]
     for name, c in result["checks"].items():
         verdict = {True: "ok", False: "INVALID", "unknown": "unknown"}[c["valid"]]
@@ -120,6 +129,8 @@ def table(result: dict[str, Any]) -> str:
             verdict = "info"
         first = json.dumps(c["witnesses"][0], separators=(",", ":")) if c["witnesses"] else ""
         lines.append(f"{name:<22} {verdict:<8} {c['count']:>8}  {first[:100]}")
-    lines.append(f"valid: {json.dumps(result['valid'])}  (read mode {result['read_mode']})")
+    if result.get("exercised"):
+        lines.append(f"exercised: {result['exercised']['summary']}")
+    lines.append(verdict_line(result))
     lines.extend(f"note: {n}" for n in result["notes"])
     return "\n".join(lines)

@@ -7,7 +7,13 @@ Both go to the node's log dir (`serve --log-dir`, by default its data dir).
 * role change: `{"event": "role", "time_ns", "node", "term", "role", "leader"}` with role
   `"candidate"`, `"leader"` or `"follower"` and leader the known leader's id or null;
 * commit advance: `{"event": "commit", "time_ns", "node", "term", "commit_index"}`;
-* clock offset applied: `{"event": "clock", "time_ns", "node", "offset_ms"}`.
+* clock offset applied: `{"event": "clock", "time_ns", "node", "offset_ms"}`;
+* guarded rules fired: `{"event": "rules", "time_ns", "node", "counts": {rule: n, ...}}`, the
+  firings of each rule of `nodes.coverage.RULES` since the process's previous rules line
+  (only rules that fired, n > 0). The server writes one at startup when recovery fired a
+  rule, then at most about once a second when something fired, and a last one at a clean
+  shutdown: a kill -9 loses the counts of at most the last second. Counts are per process,
+  so a file holding several incarnations of the node sums to all of them.
 
 `time_ns` is the node's wall clock (including the clock nemesis's offset); `real_ns` on
 every line is the machine's own wall clock, without the offset, so lines of all nodes line
@@ -20,6 +26,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
@@ -30,7 +37,7 @@ NODE_LOG = "node.log"
 
 
 class EventLog:
-    """Appends role-change and commit-advance lines to `<log-dir>/events.jsonl`."""
+    """Appends role-change, commit-advance, clock and rules lines to `<log-dir>/events.jsonl`."""
 
     def __init__(self, log_dir: Path, node: str, clock: NodeClock) -> None:
         self._node = node
@@ -57,6 +64,10 @@ class EventLog:
     def clock(self, offset_ms: float) -> None:
         """Record that the node's clock now runs `offset_ms` off the machine's."""
         self._write({"event": "clock", "offset_ms": offset_ms})
+
+    def rules(self, counts: Mapping[str, int]) -> None:
+        """Record how often each guarded rule fired since the previous rules line."""
+        self._write({"event": "rules", "counts": dict(sorted(counts.items()))})
 
     def _write(self, fields: dict[str, object]) -> None:
         line = {"time_ns": self._clock.wall_ns(), "real_ns": time.time_ns(), "node": self._node, **fields}

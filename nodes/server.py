@@ -8,7 +8,10 @@ thread; a master-slave node always flushes by group commit, so a slave reports i
 durable offset as soon as it can). Inputs (frames, ticks, finished flushes) go into the
 logic; once per loop turn `_drive` hands its outputs to the driver (`nodes.driver`, the
 same code the simulator runs), which persists term and vote, writes the store, and calls
-back here to send peer messages, answer clients and write events.
+back here to send peer messages, answer clients and write events. The guarded rules the
+core, driver and recovery fired (`nodes.coverage`) go to events.jsonl as `rules` lines: one
+at startup for recovery's, then from the tick loop at most every `RULES_EVERY_S` when
+something fired, and one at a clean shutdown.
 
 A frame that cannot be parsed closes its connection; a frame that parses but does not
 decode, or has an unknown type, is answered with `ErrorResponse`. Either way the node logs
@@ -29,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
+from nodes import coverage
 from nodes import messages as m
 from nodes.clientapi import (
     AppendRequest,
@@ -68,6 +72,7 @@ log = logging.getLogger(__name__)
 TICK_S = 0.005
 ASYNC_FLUSH_MS = 10.0
 MAX_READ_ENTRIES = 10000
+RULES_EVERY_S = 1.0  # how often at most the rules fired go to events.jsonl
 
 
 @dataclass(frozen=True)
@@ -218,6 +223,8 @@ class NodeServer:
             refuse_lost=False,  # DLedger's way: cut at the damage and catch up from the others
         )
         log.info("store recovered: %s", self.store.recovery.summary())
+        if self.store.recovery.cut_pos is not None:
+            coverage.hit("recovery.cut-tail")
         state = load_term(data_dir)
         limits = wire_limits(self.codec, list(config.peers), MAX_READ_ENTRIES, config.ha is not None)
         # An entry body must fit in a data segment and in every frame that carries it.
@@ -241,6 +248,8 @@ class NodeServer:
         flush = "sync" if group_commit else "async"
         self.driver = Driver(self.logic, self.store, data_dir, state, flush, self)
         self._server: asyncio.Server | None = None
+        self._rules_due = time.monotonic() + RULES_EVERY_S
+        self._write_rules()  # what recovery fired, before the loop starts
 
     def _make_logic(self, state: TermState, limits: WireLimits) -> NodeLogic:
         config, now = self.config, self.clock.now_ms()
@@ -299,6 +308,7 @@ class NodeServer:
             await link.close()
         self.store.close()
         self.driver.checkpoint()
+        self._write_rules()
         self.events.close()
         log.info("stopped at end index %d, committed %d", self.store.end_index, self.store.committed_index)
 
@@ -310,7 +320,16 @@ class NodeServer:
             self.logic.tick(now)
             self.driver.tick(now)
             self._drive()
+            if (now_s := time.monotonic()) >= self._rules_due:
+                self._rules_due = now_s + RULES_EVERY_S
+                self._write_rules()
             await asyncio.sleep(TICK_S)
+
+    def _write_rules(self) -> None:
+        """A rules line with the counts fired since the last one, when any fired."""
+        counts = coverage.take()
+        if counts:
+            self.events.rules(counts)
 
     def _poll_preferred(self) -> None:
         text = self._preferred.poll()
