@@ -2,14 +2,16 @@
 
 What a node knows about its group in this mode survives restarts in the `currterm` file
 the DLedger mode uses for term and vote: `currTerm` holds the epoch, `voteLeader` the
-master (`n2`; `n2/SYNC_MASTER` when this node is the master, with its flavour). The file is
-written when the node takes an epoch as master, learns of a newer master or is promoted,
-and the master it names wins over the command line's `--role` and `--master` (which
-decide while it names none): a slave promoted at run time stays the master after a
-restart with its old command line, and a master that learned of a newer one stays that
-one's slave. A master's flavour (SYNC_MASTER or ASYNC_MASTER) is its `--role` when that is
-a master role, else the flavour it was promoted to. Delete `currterm` to start over from
-the command line.
+master (`n2`, or `n2/SYNC_MASTER` with the master's flavour once known: this node's own
+when it is the master, else the one its master's pushes last told). The file is written
+when the node takes an epoch as master, learns of a newer master or of its master's
+flavour, or is promoted, and the master it names wins over the command line's `--role` and
+`--master` (which decide while it names none): a slave promoted at run time stays the
+master after a restart with its old command line, and a master that learned of a newer one
+stays that one's slave. A master's flavour (SYNC_MASTER or ASYNC_MASTER) is its `--role`
+when that is a master role, else the flavour it was promoted to, or the flavour of the
+master it followed (so a slave promoted right after a restart, before its master's first
+push, keeps that master's flavour). Delete `currterm` to start over from the command line.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ else until it reports a log that is a prefix of the master's (it is then *verifi
 verified slave is streamed entries from its log end on, at most `max_inflight_entries`
 beyond it; when its end does not advance for `resend_ms` while entries are in flight
 (a link that dropped them, a slave that restarted), the stream starts again from its end.
+A stream (re)starts with the slave's last entry, which the slave checks against its own
+before it appends anything after it (`nodes.ha.node`, "Replication").
 
 A slave's `acked` offset is what it reported durable (fsynced); only a verified slave's
 counts. A SYNC_MASTER acknowledges an entry once some slave's acked offset reaches it
@@ -64,7 +66,7 @@ class Streams:
             st.verified = False
             return point
         if not st.verified or report.end_index >= st.next_send or report.end_index < st.end:
-            st.next_send = report.end_index + 1  # (re)start, or the slave lost its tail: resend
+            st.next_send = max(report.end_index, 0)  # (re)start, or the slave lost its tail: resend
             st.last_progress = now
         elif report.end_index > st.end:
             st.last_progress = now
@@ -97,7 +99,7 @@ class Streams:
         end = log.end_index
         for st in self.live(now):
             if st.next_send > st.end + 1 and now - st.last_progress > cfg.resend_ms:
-                st.next_send, st.last_progress = st.end + 1, now  # in flight too long: lost
+                st.next_send, st.last_progress = max(st.end, 0), now  # in flight too long: lost
             while st.next_send <= end:
                 room = cfg.max_inflight_entries - (st.next_send - st.end - 1)
                 if room <= 0:

@@ -13,7 +13,13 @@ the master checks the report against its epoch map (`nodes.ha.epochs`), tells a 
 whose log diverges where to cut it (HaTruncate), and streams a verified slave entries
 from its log end on (HaPush; an empty HaPush, every `heartbeat_ms` to every peer, is the
 heartbeat that also tells the peers the master's epoch). See `nodes.ha.master` and
-`nodes.ha.slave`.
+`nodes.ha.slave`. A stream (re)starts with the slave's last entry, which the slave checks
+against its own: a push only continues its log after one that overlaps it agreed with it
+(the stream is *anchored*), and every restart, truncation or new master unanchors it. A push
+sent before the slave's log changed (a power loss that undid a truncation brings back the
+entries it cut) may arrive after the change: without the check, the slave would append the
+master's entries after ones the master never had (the simulator found it: seed 57 of
+master-slave-sync).
 
 What is acknowledged, and what reads see (`commit_index`):
 
@@ -116,6 +122,7 @@ class HaNode:
         self._waiting = GroupTransfer()
         self._reporter = Reporter(config, now)
         self._emitted_commit = -1
+        self._anchored = False  # a slave: the master's pushes are known to continue its log
         self.term = epoch
         persisted = MasterVote.decode(vote)
         if persisted is None:
@@ -312,8 +319,9 @@ class HaNode:
             self._fenced_until = self._now
             self._set_role(Role.CANDIDATE)
             return
-        self._out.persist = (epoch, MasterVote(master).encode())
+        self._out.persist = (epoch, MasterVote(master, self.flavour).encode())  # its flavour until a push
         self._fenced_until = None
+        self._anchored = False
         self._reporter.restart(self._now)
         self._set_role(Role.FOLLOWER)
         self._set_commit(self._durable())
@@ -408,22 +416,37 @@ class HaNode:
         if push.master != sender or not self._heed(sender, push.epoch, push.master):
             return
         self._reporter.heard(self._now, push.end_index)
-        self.flavour = BrokerRole.SYNC_MASTER if push.sync else BrokerRole.ASYNC_MASTER
+        flavour = BrokerRole.SYNC_MASTER if push.sync else BrokerRole.ASYNC_MASTER
+        if flavour is not self.flavour:  # kept across restarts: a promotion takes it (module doc)
+            self.flavour = flavour
+            self._out.persist = (self.term, MasterVote(self.master, flavour).encode())
         if push.entries:
             self._append_pushed(push.entries)
 
     def _append_pushed(self, entries: list[Entry]) -> None:
-        """Append what continues the log (a repeat is skipped, a gap ignored: the master resends)."""
-        end = self.log.end_index
-        fresh = entries[max(0, end + 1 - entries[0].index):]
-        if not fresh or fresh[0].index != end + 1:
+        """Append what continues the log, once the push is known to continue it (module doc,
+        "Replication"): a gap is ignored and a repeat skipped (the master resends)."""
+        end, first = self.log.end_index, entries[0].index
+        if first > end + 1 or (first == end + 1 and end >= 0 and not self._anchored):
             return
+        if first <= end:
+            last = min(entries[-1].index, end)
+            if entries[last - first].term != self.log.term_at(last):  # it holds what the master does not
+                self._unanchor()
+                return
+        fresh = entries[end + 1 - first:]
         try:
             self.log.append(fresh)
-        except StoreError:
-            self._reporter.force(self._now)  # not a continuation: the master checks the log again
+        except StoreError:  # not a continuation after all (terms going down)
+            self._unanchor()
             return
+        self._anchored = True
         self.epochs.appended(fresh)
+
+    def _unanchor(self) -> None:
+        """The master's pushes do not continue this log: report, for the master to check it again."""
+        self._anchored = False
+        self._reporter.force(self._now)
 
     def _on_truncate(self, sender: str, cut: HaTruncate) -> None:
         if cut.master != sender or not self._heed(sender, cut.epoch, cut.master) or self.master != sender:
@@ -435,6 +458,7 @@ class HaNode:
                 return  # below its committed index (a DLedger store): it cannot follow this master
             self.epochs.truncated(cut.after)
             self._set_commit(self._durable())
+        self._anchored = False
         self._reporter.force(self._now)
         self._report()
 

@@ -1,14 +1,16 @@
-"""Run one seeded simulation of a DLedger cluster and print its summary (exit 1 on a violation)."""
+"""Run one seeded simulation of a cluster (DLedger, or master-slave with `--mode`) and print its
+summary (exit 1 on a violation)."""
 
 from __future__ import annotations
 
 import argparse
 
-from nodes.cliparse import EXIT_INVALID, EXIT_VALID
+from nodes.cliparse import EXIT_INVALID, EXIT_VALID, UsageError
 from nodes.core import FLUSH_POLICIES
 from nodes.sim.cluster import run_seed
 from nodes.sim.config import SimConfig
-from nodes.sim.faults import parse_faults
+from nodes.sim.faults import FAULTS, MASTER_SLAVE_FAULTS, mode_faults, parse_faults
+from nodes.sim.modes import DLEDGER, MODES
 from nodes.timing import PROFILES
 
 
@@ -20,9 +22,10 @@ def cluster_size(text: str) -> int:
     return n
 
 
-def fault_list(text: str) -> tuple[str, ...]:
+def fault_list(text: str) -> tuple[str, ...] | None:
+    """`--faults`: the faults named (of any mode), or None for `all` (every fault of the mode)."""
     try:
-        return parse_faults(text)
+        return None if text == "all" else parse_faults(text, None)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -50,15 +53,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, required=True,
                         help="the seed; the same seed replays the same run")
     parser.add_argument("--nodes", type=cluster_size, default=5, help="cluster size (default 5)")
-    parser.add_argument("--faults", type=fault_list, default=parse_faults("all"),
-                        help=f"comma list of faults ({', '.join(parse_faults('all'))}), `all` (default) "
-                             "or `none`")
+    parser.add_argument("--mode", choices=MODES, default=DLEDGER,
+                        help="the design: dledger (Raft, the default) or RocketMQ master-slave with a "
+                             "SYNC_MASTER or an ASYNC_MASTER")
+    parser.add_argument("--faults", type=fault_list, default=None,
+                        help=f"comma list of faults (dledger: {', '.join(FAULTS)}; master-slave: "
+                             f"{', '.join(MASTER_SLAVE_FAULTS)}), `all` (the mode's, default) or `none`")
     add_common(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    config = SimConfig(seed=args.seed, nodes=args.nodes, steps=args.steps, faults=args.faults,
-                       flush=args.flush, profile=args.profile, clients=args.clients)
+    mode = getattr(args, "mode", DLEDGER)  # a caller's namespace may have none: DLedger
+    faults = mode_faults(mode) if args.faults is None else args.faults
+    try:
+        config = SimConfig(seed=args.seed, nodes=args.nodes, steps=args.steps, faults=faults,
+                           flush=args.flush, profile=args.profile, clients=args.clients, mode=mode)
+    except ValueError as exc:
+        raise UsageError(f"--faults: {exc}") from None
     result = run_seed(config)
     print(result.summary())
     return EXIT_VALID if result.violation is None else EXIT_INVALID

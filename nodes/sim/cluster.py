@@ -13,6 +13,13 @@ every node's commit index up to it, and answer every append that was pending whe
 faults stopped. Invariants are checked on every step (log matching on every step that
 changed a log, from the changed index on); a violation stops the run with the step, the
 seed and the recent trace.
+
+A master-slave run (`SimConfig.mode`, `nodes.sim.hamode`) drives `HaNode` logics instead of
+cores on the same driver, disks, clock and clients, over links that deliver in order (as
+the real peer links do); it checks election safety (one master per epoch), log matching and
+answers in time from `nodes.sim.invariants`, and RocketMQ's guarantees from
+`nodes.sim.hainvariants` instead of Raft's others. No master is left deaf at healing (a
+master never steps down by itself); "leader" above is the master.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from nodes import coverage
 from nodes.core import Core, CoreConfig, Ready
 from nodes.driver import Driver
 from nodes.election import Role
+from nodes.ha.node import HaNode
 from nodes.logview import Truncate
 from nodes.messages import (
     AppendResponse,
@@ -46,6 +54,7 @@ from nodes.sim.clock import SkewedClock
 from nodes.sim.config import SimConfig
 from nodes.sim.disk import DIRECTORY, UNCHANGED, SimDisk, disk_capacity
 from nodes.sim.faults import (
+    FAILOVER_GAP_MS,
     KILL_AFTER_MS,
     KILL_DOWN_MS,
     KILL_GAP_MS,
@@ -58,8 +67,10 @@ from nodes.sim.faults import (
     start_fault,
     start_pause,
 )
+from nodes.sim.hamode import HaMode
 from nodes.sim.handoffs import handoff_outcomes
 from nodes.sim.invariants import Deadlines, Invariants, Violation, check_log_matching
+from nodes.sim.modes import DLEDGER
 from nodes.sim.network import Network, between
 from nodes.sim.pause import Held
 from nodes.sim.simfs import LossMode
@@ -85,8 +96,17 @@ GIVE_UP_MS = (50.0, 400.0)  # a client's RPC timeout: it fires only at a paused 
 BODY_PADDING = (0, 0, 150, 400)  # bytes after an append's id, per run: entries that span
 # 512-byte sectors and 4 KiB pages, so a torn write can cut one in the middle (fits 512-byte segments)
 
+READ_MODES = (ReadMode.READ_INDEX, ReadMode.READ_INDEX, ReadMode.COMMITTED, ReadMode.FOLLOWER,
+              ReadMode.UNSAFE, ReadMode.LEASE)  # a DLedger client's, drawn per read
+# an answer that leaves the outcome unknown (DLedger's, then master-slave's)
+INDEFINITE = (ResponseCode.TERM_CHANGED, ResponseCode.WAIT_QUORUM_ACK_TIMEOUT,
+              ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.FLUSH_DISK_TIMEOUT,
+              ResponseCode.SLAVE_NOT_AVAILABLE)
+
 (TICK, DELIVER, FLUSH, CLIENT, CLIENT_TIMEOUT, FAULT, FAULT_END, RESTART, PROBE, MOMENT_CRASH,
- TRANSFER, PAUSE, WAKE, GIVE_UP, KILL_SPELL, KILL, VOTE_CRASH, MEND) = range(18)
+ TRANSFER, PAUSE, WAKE, GIVE_UP, KILL_SPELL, KILL, VOTE_CRASH, MEND, FAILOVER) = range(19)
+
+Logic = Core | HaNode  # a node's logic: DLedger's core, or master-slave's (`nodes.sim.hamode`)
 
 
 @dataclass(slots=True)
@@ -104,8 +124,9 @@ class SimResult:
     def summary(self) -> str:
         """A deterministic, human-readable report (the same seed prints the same bytes)."""
         c = self.config
+        mode = "" if c.mode == DLEDGER else f"{c.mode}, "
         head = (
-            f"seed {c.seed}: {c.nodes} nodes, flush {c.flush}, profile {c.profile}, "
+            f"seed {c.seed}: {c.nodes} nodes, {mode}flush {c.flush}, profile {c.profile}, "
             f"faults {','.join(c.faults) or 'none'}"
         )
         stats = " ".join(f"{k}={v}" for k, v in sorted(self.stats.items()))
@@ -117,7 +138,7 @@ class SimResult:
             lines.append(
                 f"replay: python -m nodes simulate --seed {c.seed} --steps {c.steps} "
                 f"--nodes {c.nodes} --faults {','.join(c.faults) or 'none'} --flush {c.flush} "
-                f"--profile {c.profile}"
+                f"--profile {c.profile}" + ("" if c.mode == DLEDGER else f" --mode {c.mode}")
             )
             lines.append("trace of the last events:")
             lines.extend(self.trace)
@@ -146,11 +167,12 @@ class Simulation:
         self.config = config
         rng = self.rng = random.Random(config.seed)
         self.names = [f"n{i + 1}" for i in range(config.nodes)]
-        self.network = Network(random.Random(rng.getrandbits(64)))
+        self.network = Network(random.Random(rng.getrandbits(64)), fifo=config.mode != DLEDGER)
         lease_guard = config.lease_guard if config.lease_guard is not None else rng.random() < 0.5
         # push batches and pipelining vary per run (down to one entry per push, one in flight),
         # so a new leader's no-op does not always travel with the older entries (Figure 8)
         # and so do the client-facing timeouts, short enough in some runs to fire under faults
+        # (drawn in master-slave runs too, which use none of them: the later draws stay aligned)
         batch, inflight = rng.choice(BATCH_SIZES), rng.choice(INFLIGHT)
         append_timeout, read_timeout = rng.choice(APPEND_TIMEOUTS), rng.choice(READ_TIMEOUTS)
         transfer_timeout = _given(config.transfer_timeout_ms, rng.choice(TRANSFER_TIMEOUTS))
@@ -170,13 +192,12 @@ class Simulation:
         self._padding = rng.choice(BODY_PADDING)
         # each node's disk has its own speed, and every fsync its own time with slow outliers
         self._fsync_ms = {n: config.fsync_ms * rng.uniform(0.25, 4.0) for n in self.names}
-        self._liveness_ms = config.liveness_ms or max(20000.0, 30 * self.core_config.timing.leader_lost_ms)
         self.clocks = {n: SkewedClock(0.0, rng.uniform(0.0, 1e6), 1.0) for n in self.names}
         data_segment, index_segment = rng.choice(SEGMENT_SIZES)
         capacity = disk_capacity(config.seed, config.small_disks, data_segment, index_segment,
                                  len(f"c{config.clients}-{config.steps}") + self._padding)
         self.disks = {n: SimDisk(data_segment, index_segment, capacity) for n in self.names}
-        self.cores: dict[str, Core | None] = dict.fromkeys(self.names)
+        self.cores: dict[str, Logic | None] = dict.fromkeys(self.names)
         self.drivers: dict[str, Driver | None] = dict.fromkeys(self.names)
         self.incarnation = dict.fromkeys(self.names, 0)
         self.checked = dict.fromkeys(self.names, -1)
@@ -211,6 +232,16 @@ class Simulation:
         self._kill_until = -1.0  # the leaderkill fault kills every new leader until then
         self._vote_rng = random.Random(f"votecrash-{config.seed}")  # vote crashes: the same
         self._vote_crash_until = -1.0  # one vote crash at a time: the last one's cut lasts until then
+        self.ha = None if config.mode == DLEDGER else HaMode(self, rng)
+        self._read_modes: tuple[ReadMode, ...]
+        if self.ha is None:
+            self._timeouts = (timing.append_timeout_ms, timing.read_timeout_ms, timing.transfer_timeout_ms)
+            self._read_modes = READ_MODES
+            self._liveness_ms = config.liveness_ms or max(20000.0, 30 * timing.leader_lost_ms)
+        else:
+            self._timeouts = self.ha.timeouts
+            self._read_modes = self.ha.read_modes
+            self._liveness_ms = config.liveness_ms or self.ha.liveness_ms
         self._handlers = (
             self._on_tick,
             self._on_deliver,
@@ -230,6 +261,7 @@ class Simulation:
             self._on_kill,
             self._on_vote_crash,
             self._on_mend,
+            self._on_failover,
         )
         for name in self.names:
             self._start_node(name)
@@ -243,6 +275,8 @@ class Simulation:
             self._schedule(self._pause_rng.uniform(*PAUSE_GAP_MS), PAUSE, "", None)
         if "leaderkill" in config.faults:
             self._schedule(self._kill_rng.uniform(*KILL_GAP_MS), KILL_SPELL, "", None)
+        if self.ha is not None and "failover" in config.faults:
+            self._schedule(self.ha.rng.uniform(*FAILOVER_GAP_MS), FAILOVER, "", None)
 
     # ---- the event loop ----------------------------------------------------------------
 
@@ -253,14 +287,15 @@ class Simulation:
     def run(self) -> SimResult:
         try:
             self._run()
-        except Violation as exc:
-            return self._result(exc)
-        except SafetyError as exc:  # asked to drop an entry it had committed: the cluster lost it
-            return self._result(Violation("committed entry lost", str(exc)))
-        except StoreError as exc:
-            return self._result(Violation("store refused", str(exc)))
-        except NoSpace as exc:  # the DISK_FULL refusals should have kept the disk from filling
-            return self._result(Violation("disk overflow", str(exc)))
+        except Violation as found:
+            return self._result(found)
+        except SafetyError as lost:  # asked to drop an entry it had committed: the cluster lost it
+            return self._result(Violation("committed entry lost", str(lost)))
+        except StoreError as refused:
+            return self._result(Violation("store refused", str(refused)))
+        except NoSpace as full:  # the DISK_FULL refusals should have kept the disk from filling
+            # (a name of its own: compiled with mypyc, one name for two exception types fails)
+            return self._result(Violation("disk overflow", str(full)))
         except Exception:  # a crash of the core is a finding too: report it with the trace
             return self._result(Violation("exception", traceback.format_exc()))
         return self._result(None)
@@ -290,6 +325,8 @@ class Simulation:
             if deadlines.due_before(self.now):
                 deadlines.check(self.now)
         check_log_matching(self._logs())
+        if self.ha is not None:
+            self.ha.checks.at_end(self._logs())
 
     def _logs(self) -> dict[str, list[Entry]]:
         return {n: self.disks[n].log for n in self.names}
@@ -300,6 +337,8 @@ class Simulation:
         if disk.changed_from != UNCHANGED:
             start, disk.changed_from = disk.changed_from, UNCHANGED
             self.inv.on_write(node, disk.log, start, self._logs)
+            if self.ha is not None:
+                self.ha.checks.on_changed(node, start)
 
     def _roles(self) -> str:
         return ", ".join(
@@ -309,7 +348,7 @@ class Simulation:
 
     # ---- nodes -------------------------------------------------------------------------
 
-    def _local(self, node: str) -> float:
+    def local(self, node: str) -> float:
         return self.clocks[node].local(self.now)
 
     def _start_node(self, name: str) -> None:
@@ -318,20 +357,16 @@ class Simulation:
         if store.recovery.cut_pos is not None:
             coverage.hit("recovery.cut-tail")
         self._check_changed(name)
-        core = Core(
-            name,
-            self.names,
-            store,
-            state.term,
-            state.vote_for,
-            self.core_config,
-            random.Random(self.rng.getrandbits(64)),
-            self._local(name),
-        )
+        core: Logic
+        if self.ha is None:
+            core = Core(name, self.names, store, state.term, state.vote_for, self.core_config,
+                        random.Random(self.rng.getrandbits(64)), self.local(name))
+            self.inv.on_commit(name, disk.log, -1, core.commit_index, core.term)  # what it calls committed
+        else:
+            core = self.ha.node(name, store, state, self.local(name))  # it serves its durable log
         self.cores[name] = core
         host = _Host(self, name)
         self.drivers[name] = Driver(core, store, DIRECTORY, state, self.config.flush, host, disk.fs)
-        self.inv.on_commit(name, disk.log, -1, core.commit_index, core.term)  # what it still calls committed
         self.checked[name] = core.commit_index
         self.trace.add(
             self.now,
@@ -341,7 +376,7 @@ class Simulation:
             f" ({store.recovery.summary()})",
         )
         self._schedule(self.rng.uniform(0, self.config.tick_ms), TICK, name, self.incarnation[name])
-        self._drain(name)
+        self.drain(name)
 
     def crash(self, node: str, power_loss: bool, downtime: float, rng: random.Random | None = None) -> None:
         """Kill `node` (losing, reordering or tearing unsynced writes on power loss) and
@@ -354,6 +389,8 @@ class Simulation:
         self._paused.pop(node, None)  # what it held dies with it
         mode = rng.choice(LOSS_MODE_DRAW)
         self.disks[node].crash(power_loss, rng, mode)
+        if self.ha is not None:
+            self.ha.on_crash(node, power_loss)
         self.stats["powerloss" if power_loss else "crash"] += 1
         self.trace.add(self.now, self.step, node, f"power loss ({mode})" if power_loss else "crash")
         for rid in [rid for rid, op in self._ops.items() if op.node == node]:
@@ -399,7 +436,8 @@ class Simulation:
         assert core is not None
         self.trace.add(self.now, self.step, node, f"recv from {sender}", message)
         core.receive(sender, message, self.clocks[node].local(self.now))
-        if isinstance(message, TransferRequest) and core.taking_term == message.term + 1:
+        if (isinstance(message, TransferRequest) and isinstance(core, Core)
+                and core.taking_term == message.term + 1):
             self.handed.add((message.term + 1, node))
         self.drivers[node].drive()  # type: ignore[union-attr]  # a running node has a driver
 
@@ -418,9 +456,9 @@ class Simulation:
             held.hold("disk", lambda: self._on_flush(node, incarnation))
             return
         disk.store.flush()  # the group commit the driver asked for
-        driver.flushed(self._local(node))
+        driver.flushed(self.local(node))
 
-    def _drain(self, node: str) -> None:
+    def drain(self, node: str) -> None:
         """Carry out the core's outputs (the driver calls back `_Host`)."""
         driver = self.drivers[node]
         assert driver is not None
@@ -441,7 +479,7 @@ class Simulation:
                 self.inv.on_election(node, change.term)
                 self.inv.on_leases(node, change.term, {
                     n: c.term for n, c in self.cores.items()
-                    if n != node and c is not None and c.serves_lease_reads(self._local(n))
+                    if n != node and isinstance(c, Core) and c.serves_lease_reads(self.local(n))
                 })
                 if self._killing_leaders():
                     self._schedule(self._kill_rng.uniform(*KILL_AFTER_MS), KILL, node, self.incarnation[node])
@@ -456,13 +494,19 @@ class Simulation:
             self._schedule(self.rng.uniform(0.0, 3.0), MOMENT_CRASH, node, crash_at)
         disk.applied(ready.writes)
         self._check_changed(node)
+        ha = self.ha
         for change in ready.role_changes:
-            if change.role is Role.LEADER:
+            if ha is not None:
+                ha.on_role(node, change)
+            elif change.role is Role.LEADER:
                 self.inv.on_leader(node, change.term, disk.log)
         if ready.commit_index is not None:
             core = self.cores[node]
             assert core is not None
-            self.inv.on_commit(node, disk.log, self.checked[node], ready.commit_index, core.term)
+            if ha is not None:
+                ha.checks.on_commit(node, core.role is Role.LEADER, self.checked[node], ready.commit_index)
+            else:
+                self.inv.on_commit(node, disk.log, self.checked[node], ready.commit_index, core.term)
             self.checked[node] = ready.commit_index
 
     def send(self, node: str, peer: str, message: PeerMessage) -> None:
@@ -475,10 +519,10 @@ class Simulation:
             # older entries can reach a majority while its no-op does not (Raft's Figure 8)
             self.trace.add(self.now, self.step, node, f"lost to {peer}", message)
             return
-        now, queue, payload = self.now, self._queue, (node, message)
-        for delay in self.network.delays():
+        queue, payload = self._queue, (node, message)
+        for at in self.network.arrivals(node, peer, self.now):
             self._seq += 1
-            heapq.heappush(queue, (now + delay, self._seq, DELIVER, peer, payload))
+            heapq.heappush(queue, (at, self._seq, DELIVER, peer, payload))
 
     def start_flush(self, node: str) -> None:
         """`node`'s driver asks for a group-commit flush: the disk does it a while later."""
@@ -492,7 +536,7 @@ class Simulation:
 
     # ---- clients -----------------------------------------------------------------------
 
-    def _rid(self) -> int:
+    def next_rid(self) -> int:
         self._next_rid += 1
         return self._next_rid
 
@@ -512,7 +556,7 @@ class Simulation:
             self._believed_leader[client] = None
             self._schedule(rng.uniform(*self._think_ms), CLIENT, "", client)
             return
-        rid = self._rid()
+        rid = self.next_rid()
         roll = rng.random()
         if roll < self.config.append_share:
             self._append_count += 1
@@ -521,16 +565,8 @@ class Simulation:
             self._ops[rid] = _Op(client, "append", node, body)
             self.trace.add(self.now, self.step, node, f"client {client} append {name} rid {rid}")
         else:
-            modes = [
-                ReadMode.READ_INDEX,
-                ReadMode.READ_INDEX,
-                ReadMode.COMMITTED,
-                ReadMode.FOLLOWER,
-                ReadMode.UNSAFE,
-                ReadMode.LEASE,
-            ]
-            mode = rng.choice(modes)
-            top = max(len(self.inv.committed) - 1, 0)
+            mode = rng.choice(self._read_modes)
+            top = max(len(self.inv.committed) - 1 if self.ha is None else self.ha.checks.max_acked, 0)
             first = rng.randint(max(0, top - 30), top + 3)
             last = first + rng.randint(0, 40)
             self._ops[rid] = _Op(
@@ -563,18 +599,18 @@ class Simulation:
             return
         op.held = False
         core, driver = self.cores[node], self.drivers[node]
-        local, timing = self._local(node), self.core_config.timing
+        local, (append_ms, read_ms, transfer_ms) = self.local(node), self._timeouts
         assert core is not None and driver is not None
         if op.kind == "append":
-            self._answer_by(rid, timing.append_timeout_ms)
+            self._answer_by(rid, append_ms)
             driver.client_append(rid, [op.body], local)  # refused with DISK_FULL, as the server does
         elif op.kind == "read":
-            self._answer_by(rid, timing.read_timeout_ms)
+            self._answer_by(rid, read_ms)
             core.client_read(rid, op.first, op.last, op.mode, local)
         else:
-            self._answer_by(rid, timing.transfer_timeout_ms)
+            self._answer_by(rid, transfer_ms)
             core.client_transfer(rid, op.to, local)
-        self._drain(node)
+        self.drain(node)
 
     def _on_give_up(self, _node: str, rid: int) -> None:
         """A client stops waiting for a request its paused node holds and goes on (the answer,
@@ -618,14 +654,23 @@ class Simulation:
             self._believed_leader[op.client] = leader
         code = response.code
         if code is ResponseCode.SUCCESS:
+            ha = self.ha
             if isinstance(response, AppendResponse):
-                self.inv.on_append_ok(op.body, response.first_index)
+                if ha is None:
+                    self.inv.on_append_ok(op.body, response.first_index)
+                else:
+                    ha.checks.on_ack(op.node, op.body, response)
                 if op.kind == "probe":
                     self._probe = (rid, response.last_index)
             elif isinstance(response, ReadResponse):
-                self.inv.on_read_ok(op.node, op.mode, op.first, op.last, op.before, response)
+                if ha is None:
+                    self.inv.on_read_ok(op.node, op.mode, op.first, op.last, op.before, response)
+                else:
+                    core = self.cores[op.node]
+                    master = core is not None and core.role is Role.LEADER
+                    ha.checks.on_read(op.node, master, op.mode, op.first, response)
             self._finish_op(rid, "ok")
-        elif code in (ResponseCode.TERM_CHANGED, ResponseCode.WAIT_QUORUM_ACK_TIMEOUT):
+        elif code in INDEFINITE:
             self._finish_op(rid, "info")
         else:
             self._finish_op(rid, "fail")
@@ -637,7 +682,7 @@ class Simulation:
             return
         node = leaders[-1]
         to = self.rng.choice([n for n in self.names if n != node])
-        rid = self._rid()
+        rid = self.next_rid()
         self._ops[rid] = _Op(-1, "transfer", node, to=to)
         self.trace.add(self.now, self.step, node, f"transfer to {to} rid {rid}")
         self._submit(rid)
@@ -709,7 +754,8 @@ class Simulation:
         """Whether a votecrash acts on `node`, which voted for itself and follows another now."""
         core = self.cores[node]
         return ("votecrash" in self.config.faults and not self.healed and self.now >= self._vote_crash_until
-                and core is not None and core.vote_for == node and self._vote_rng.random() < VOTE_CRASH_SHARE)
+                and isinstance(core, Core) and core.vote_for == node
+                and self._vote_rng.random() < VOTE_CRASH_SHARE)
 
     def _start_vote_crash(self, node: str, leader: str) -> None:
         """`node` lost the election it stood in: it crashes with its vote for itself on disk.
@@ -728,7 +774,7 @@ class Simulation:
         length = delay + rng.uniform(*VOTE_CUT_MS)
         self._vote_crash_until = self.now + length
         self.stats["fault-votecrash"] += 1
-        self.trace.add(self.now, self.step, "sim", f"vote crash: {node} lost to {leader}; {cut} cut off from it")
+        self.trace.add(self.now, self.step, "sim", f"vote crash: {node} lost to {leader}; {cut} cut off")
         self._schedule(length, MEND, "", links)
         self._schedule(delay, VOTE_CRASH, node, (self.incarnation[node], rng.random() < 0.3, downtime))
 
@@ -739,6 +785,12 @@ class Simulation:
 
     def _on_mend(self, _node: str, links: list[tuple[str, str]]) -> None:
         self.network.mend(links)
+
+    def _on_failover(self, _node: str, _payload: None) -> None:
+        ha = self.ha
+        if not self.healed and ha is not None:
+            ha.failover()
+            self._schedule(ha.rng.uniform(*FAILOVER_GAP_MS), FAILOVER, "", None)
 
     def _on_pause(self, _node: str, _payload: None) -> None:
         if not self.healed:
@@ -796,7 +848,7 @@ class Simulation:
             if self.cores[name] is None:
                 self._start_node(name)
         leaders = self.leaders()
-        if leaders and self.rng.random() < 0.5:
+        if self.ha is None and leaders and self.rng.random() < 0.5:  # a master never steps down by itself
             self._deaf = leaders[-1]
             self.network.block([(n, self._deaf) for n in self.names if n != self._deaf])
             self.trace.add(self.now, self.step, "sim", f"but {self._deaf} hears nothing until another leads")
@@ -831,11 +883,11 @@ class Simulation:
                 node = leaders[-1]
                 core = self.cores[node]
                 assert core is not None
-                rid = self._rid()
+                rid = self.next_rid()
                 self._ops[rid] = _Op(-1, "probe", node, b"probe")
-                self._answer_by(rid, self.core_config.timing.append_timeout_ms)
-                core.client_append(rid, [b"probe"], self._local(node))
-                self._drain(node)
+                self._answer_by(rid, self._timeouts[0])
+                core.client_append(rid, [b"probe"], self.local(node))
+                self.drain(node)
         if self._probe is None:
             self._schedule(50.0, PROBE, "", None)
 

@@ -40,10 +40,13 @@ INTERPRETED = {
     "nodes": "a package's __init__",
     "nodes.sim": "a package's __init__",
     "nodes.store": "a package's __init__",
+    "nodes.ha": "a package's __init__",
     "nodes.sim.config": "simulate-many pickles SimConfig to its workers; mypyc's frozen classes "
                         "do not unpickle",
     "nodes.sim.simmap": "its classes extend bytearray and OSError; mypyc compiles no such class",
     "nodes.logic": "protocols only, one checked at run time, which mypyc does not compile",
+    "nodes.ha.node": "HaNode's handler table names its methods in the class body, which mypyc's "
+                     "native classes do not allow",
 }
 ENGINES = ("auto", "compiled", "interpreted")
 COMPLETE = "COMPLETE"  # written last into a build: the digest, then the compiled modules

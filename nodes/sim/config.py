@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nodes.sim.faults import FAULTS
+from nodes.sim.faults import FAULTS, mode_faults
+from nodes.sim.modes import DLEDGER, check_mode
 
 
 @dataclass(frozen=True, slots=True)
 class SimConfig:
-    """One simulated run. `lease_guard` None: chosen from the seed."""
+    """One simulated run. `lease_guard` None: chosen from the seed. `mode`: see
+    `nodes.sim.modes`; `faults` must be faults of that mode (`parse_faults(text, mode)`)."""
 
     seed: int
     nodes: int = 5
@@ -27,10 +29,19 @@ class SimConfig:
     tick_ms: float = 10.0
     fsync_ms: float = 2.0
     async_flush_ms: float = 10.0
-    liveness_ms: float | None = None  # None: 20 s, or 30 leader-loss timeouts if longer
+    liveness_ms: float | None = None  # None: 20 s, or 30 leader-loss timeouts (master-slave: 10
+    # housekeeping periods) if longer
     small_disks: float = 0.3  # share of the runs with small disks (about 1 in 11 of those fills up)
     fault_gap_ms: tuple[float, float] = (50.0, 600.0)
     fault_length_ms: tuple[float, float] = (100.0, 1500.0)
     # a leader's transfer timeout and a transferee's vote interval; None: drawn per run
     transfer_timeout_ms: float | None = None
     take_vote_ms: tuple[float, float] | None = None
+    mode: str = DLEDGER
+
+    def __post_init__(self) -> None:
+        catalog = mode_faults(check_mode(self.mode))
+        bad = [f for f in self.faults if f not in catalog]
+        if bad:
+            raise ValueError(f"fault(s) {', '.join(bad)} do not apply to {self.mode} mode: "
+                             f"use some of {', '.join(catalog)}")

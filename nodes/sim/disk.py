@@ -18,7 +18,9 @@ entry would never catch up), so a full disk stays full.
 Beside the store the disk keeps `log`, what the store holds as the simulator last saw it
 (kept up to date from the writes the driver carried out, and read back from the store
 after a restart), and `changed_from`, the lowest index changed since the invariants last
-looked, so log matching is checked on every change from there on only.
+looked, so log matching is checked on every change from there on only. `durable_end()`
+says how much of `log` a power loss would keep (the master-slave checks need it), and
+`wipe()` loses the whole disk (master-slave failover, as the harness's lose-node).
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ class SimDisk:
         self.store: MmapStore | None = None
         self.log: list[Entry] = []
         self.changed_from = UNCHANGED
+        self._durable_down = -1  # while the node is down: its store's durable end when it stopped
 
     def open(self) -> tuple[MmapStore, TermState]:
         """Start the node's persistence: recover the store, read term and vote."""
@@ -122,8 +125,22 @@ class SimDisk:
         store = self.store
         return store is not None and store.flushed_index < store.end_index
 
+    def durable_end(self) -> int:
+        """The last index of `log` the node holds durably (fsynced: a power loss keeps it)."""
+        store = self.store
+        return store.flushed_index if store is not None else self._durable_down
+
+    def wipe(self) -> None:
+        """The disk is lost, with everything on it (the node is down): it comes back empty."""
+        self.fs = SimFileSystem(self.fs.capacity)
+        self.log = []
+        self._durable_down = -1
+        self._checked = -1
+
     def crash(self, power_loss: bool, rng: random.Random, mode: LossMode) -> None:
         """The process dies; on a power loss the page cache is lost too (`mode`)."""
+        if self.store is not None:
+            self._durable_down = self.store.flushed_index
         self.store = None
         if power_loss:
             self.fs.power_loss(rng, mode)

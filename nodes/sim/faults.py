@@ -20,8 +20,13 @@ either comes back cut off from the leader, reaching it only through the others, 
 once another follower, cut off from the leader, has stopped guarding its lease: the states
 where a restarted candidate meets a leader's lease, seed 1128's).
 
-Pauses, leader kills and vote crashes are drawn from generators of their own, on schedules of their own,
-so adding them to a mix leaves the other faults' draws as they were.
+Master-slave mode (`nodes.sim.hamode`) has these faults but transfer and votecrash (no
+transfer, no election there), "leader" meaning the master, and one of its own: failover (the
+operator's answer to a lost master, as the harness's lose-node: kill the master, promote
+the most advanced live slave, bring the old master back later as that slave's slave).
+
+Pauses, leader kills, vote crashes and failovers are drawn from generators of their own, on
+schedules of their own, so adding them to a mix leaves the other faults' draws as they were.
 """
 
 from __future__ import annotations
@@ -31,11 +36,14 @@ from collections.abc import Callable
 from typing import Protocol
 
 from nodes.sim.clock import SkewedClock
+from nodes.sim.modes import DLEDGER
 from nodes.sim.network import LinkModel, Network, between, split
 
 FAULTS = ("partition", "oneway", "bridge", "loss", "dup", "delay", "crash", "powerloss", "skew", "transfer",
           "leadercrash", "repaircrash", "pause", "leaderkill", "votecrash")
-OWN_SCHEDULE = ("pause", "leaderkill", "votecrash")  # not drawn from the run's generator (see above)
+MASTER_SLAVE_FAULTS = (*(f for f in FAULTS if f not in ("transfer", "votecrash")), "failover")
+KNOWN = (*FAULTS, "failover")  # in some mode
+OWN_SCHEDULE = ("pause", "leaderkill", "votecrash", "failover")  # not drawn from the run's generator
 PAUSE_MS = ((20.0, 250.0), (800.0, 3000.0))  # within a leader's lease, or long enough for another to lead
 PAUSE_GAP_MS = (300.0, 3000.0)  # from one pause's start to the next
 KILL_GAP_MS = (300.0, 3000.0)  # from one leader-kill spell's start to the next
@@ -44,20 +52,30 @@ KILL_AFTER_MS = (1.0, 40.0)  # a new leader dies this long after its election
 KILL_DOWN_MS = (20.0, 300.0)  # and restarts this long after
 VOTE_CRASH_SHARE = 0.5  # of the elections a self-voter loses, those a votecrash run acts on
 VOTE_CUT_MS = (600.0, 2000.0)  # how long a vote crash keeps its node cut off from the leader
+FAILOVER_GAP_MS = (500.0, 4000.0)  # from one failover to the next
+FAILOVER_DOWN_MS = (100.0, 2500.0)  # the old master comes back, a slave, this long after
 
 
-def parse_faults(text: str) -> tuple[str, ...]:
-    """`partition,crash` -> the tuple; `all` -> every fault; `none` -> no fault. ValueError names bad ones."""
+def mode_faults(mode: str) -> tuple[str, ...]:
+    """The faults a run of `mode` (`nodes.sim.modes`) can inject: `all` there."""
+    return FAULTS if mode == DLEDGER else MASTER_SLAVE_FAULTS
+
+
+def parse_faults(text: str, mode: str | None = DLEDGER) -> tuple[str, ...]:
+    """`partition,crash` -> the tuple; `all` -> every fault of `mode`; `none` -> no fault. A
+    fault of another mode is left out (a mix for several modes); `mode` None keeps the faults
+    of every mode. ValueError names unknown ones."""
     if text in ("", "none"):
         return ()
+    catalog = KNOWN if mode is None else mode_faults(mode)
     if text == "all":
-        return FAULTS
+        return catalog
     names = tuple(t.strip() for t in text.split(",") if t.strip())
-    bad = [n for n in names if n not in FAULTS]
+    bad = [n for n in names if n not in KNOWN]
     if bad:
-        raise ValueError(f"unknown fault(s) {', '.join(bad)}: use a comma list of {', '.join(FAULTS)}, "
+        raise ValueError(f"unknown fault(s) {', '.join(bad)}: use a comma list of {', '.join(KNOWN)}, "
                          "or all / none")
-    return names
+    return tuple(n for n in names if n in catalog)
 
 
 class FaultTarget(Protocol):

@@ -20,6 +20,10 @@
 * disk space: no node has to write more than its disk holds (the DISK_FULL refusals keep
   client appends off a full disk); the simulated disk raises `NoSpace` on such a write and
   the simulator reports a `disk overflow`.
+
+Master-slave runs check election safety (one master per epoch), log matching, answers in
+time and disk space from here, and RocketMQ's guarantees instead of the others
+(`nodes.sim.hainvariants`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,13 @@
-"""Run many simulator seeds across cluster sizes and fault mixes, within a time budget; report seeds/s."""
+"""Run many simulator seeds across cluster sizes, fault mixes and modes, within a time budget;
+report seeds/s.
+
+Seed `start + i` runs size `i mod sizes`, mix `i // sizes mod mixes` and mode `i mod modes`
+(`nodes.sim.modes`: one mode a seed, e.g. `dledger*7,master-slave-sync`, the default, runs
+a master-slave seed after every seven DLedger ones; eight is prime to the 15 size-and-mix
+combinations of the defaults, so the master-slave seeds meet all of them). A mix is given
+for every mode: a seed leaves out the faults its mode lacks (failover is master-slave's
+only, transfer and votecrash DLedger's only).
+"""
 
 from __future__ import annotations
 
@@ -20,21 +29,25 @@ from nodes.sim.config import SimConfig
 from nodes.sim.coverage import coverage_table
 from nodes.sim.faults import parse_faults
 from nodes.sim.handoffs import OUTCOMES, handoff_line, handoffs_in
+from nodes.sim.modes import MODES, ROTATION, parse_rotation
 
-MIXES = ("all", "partition,crash,powerloss,repaircrash", "oneway,bridge,loss,dup,delay",
-         "crash,powerloss,skew,transfer,partition,leadercrash,repaircrash",
-         "leaderkill,crash,leadercrash,repaircrash")  # leader churn: leaders killed mid catch-up (Figure 8)
+MIXES = ("all", "partition,crash,powerloss,repaircrash,failover", "oneway,bridge,loss,dup,delay",
+         "crash,powerloss,skew,transfer,partition,leadercrash,repaircrash,failover",
+         "leaderkill,crash,leadercrash,repaircrash,failover")  # leader churn: leaders killed mid catch-up
+# (Figure 8), masters lost and slaves promoted
+DEFAULT_MODES = parse_rotation(ROTATION)
 
 
 def configs(start: int, count: int | None, sizes: list[int], mixes: list[str], steps: int, flush: str,
-            profile: str, clients: int) -> Iterator[SimConfig]:
-    """Seed `start`, `start + 1` ...: sizes rotate fastest, then fault mixes."""
+            profile: str, clients: int, modes: tuple[str, ...] = DEFAULT_MODES) -> Iterator[SimConfig]:
+    """Seed `start`, `start + 1` ...: sizes and modes rotate fastest, then fault mixes (module doc)."""
     seed = start
     while count is None or seed < start + count:
         i = seed - start
+        mode = modes[i % len(modes)]
         yield SimConfig(seed=seed, nodes=sizes[i % len(sizes)],
-                        faults=parse_faults(mixes[(i // len(sizes)) % len(mixes)]),
-                        steps=steps, flush=flush, profile=profile, clients=clients)
+                        faults=parse_faults(mixes[(i // len(sizes)) % len(mixes)], mode),
+                        steps=steps, flush=flush, profile=profile, clients=clients, mode=mode)
         seed += 1
 
 
@@ -74,6 +87,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mixes", default=";".join(MIXES),
                         help="fault mixes to rotate through, separated by ';', each as simulate's --faults "
                              f"(default {';'.join(MIXES)})")
+    chosen = parser.add_mutually_exclusive_group()
+    chosen.add_argument("--modes", default=ROTATION,
+                        help="modes to rotate through, one a seed: a comma list of "
+                             f"{', '.join(MODES)}, each optionally *COUNT (default {ROTATION})")
+    chosen.add_argument("--mode", choices=MODES, help="run every seed in this mode (short for --modes MODE)")
     parser.add_argument("--jobs", type=positive, default=min(2, os.cpu_count() or 1),
                         help="worker processes (default: 2, or 1 on one core)")
     parser.add_argument("--engine", choices=ENGINES, default="auto",
@@ -89,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         sizes = [cluster_size(s) for s in args.nodes.split(",")]
         mixes = [m for m in args.mixes.split(";") if m]
+        modes = parse_rotation(_rotation(args))
         for mix in mixes:
             parse_faults(mix)
     except (ValueError, argparse.ArgumentTypeError) as exc:
@@ -97,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
     build = choose(args.engine)
     started = time.monotonic()
     deadline = started + args.budget
-    source = configs(args.start, args.seeds, sizes, mixes, args.steps, args.flush, args.profile, args.clients)
+    source = configs(args.start, args.seeds, sizes, mixes, args.steps, args.flush, args.profile, args.clients,
+                     modes)
     done, violations = 0, []
     fired: Counter[str] = Counter()
     reached: Counter[str] = Counter()
@@ -121,8 +141,8 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.monotonic() - started
     rate = done / elapsed if elapsed > 0 else 0.0
     print(f"{done} seeds ({args.flush} flush, sizes {args.nodes}, {len(mixes)} fault mixes, "
-          f"{args.steps} steps) in {elapsed:.1f} s on {args.jobs} {engine} workers: {rate:.1f} seeds/s, "
-          f"{len(violations)} with a violation")
+          f"modes {_rotation(args)}, {args.steps} steps) in {elapsed:.1f} s on {args.jobs} {engine} workers: "
+          f"{rate:.1f} seeds/s, {len(violations)} with a violation")
     print(handoff_line(handoffs))
     table = coverage_table(done, reached, fired)
     print(table.text)
@@ -130,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({
             "seeds": done, "start": args.start, "flush": args.flush, "sizes": sizes, "mixes": mixes,
+            "modes": _rotation(args),
             "steps": args.steps, "jobs": args.jobs, "engine": engine, "seconds": round(elapsed, 2),
             "seeds_per_second": round(rate, 2),
             "violations": [{"seed": s, "kind": k} for s, k in sorted(violations)],
@@ -137,3 +158,10 @@ def run(args: argparse.Namespace) -> int:
             "handoffs": {o: handoffs[o] for o in OUTCOMES},
         }, indent=2) + "\n")
     return EXIT_VALID if not violations else EXIT_INVALID
+
+
+def _rotation(args: argparse.Namespace) -> str:
+    """The modes the seeds rotate through: `--mode`, else `--modes` (a caller's namespace may
+    carry neither: the default rotation)."""
+    mode = getattr(args, "mode", None)
+    return mode if mode is not None else getattr(args, "modes", ROTATION)

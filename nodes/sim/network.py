@@ -2,6 +2,10 @@
 
 Partitions are sets of blocked directed links, so one-way and bridge partitions are just
 other sets. A message is dropped if its link is blocked when it would be delivered.
+
+A `fifo` network delivers each directed link's messages in the order they were sent, as the
+real peer links do (one TCP connection per peer): a message waits for those sent before it
+(master-slave mode, whose slaves rely on it; DLedger's replication copes with any order).
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ class LinkModel:
 class Network:
     """Decides, for each message sent, whether and when (possibly twice) it arrives."""
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, fifo: bool = False) -> None:
         self._rng = rng
+        self._fifo = fifo
+        self._last: dict[tuple[str, str], float] = {}  # fifo: each link's latest delivery time
         self.model = LinkModel()
         self._blocked: set[tuple[str, str]] = set()
         self._cut: set[tuple[str, str]] = set()  # links cut by a targeted fault, beside the partition
@@ -49,6 +55,15 @@ class Network:
     def connected(self, sender: str, receiver: str) -> bool:
         link = (sender, receiver)
         return link not in self._blocked and link not in self._cut
+
+    def arrivals(self, sender: str, receiver: str, now: float) -> list[float]:
+        """When a message sent now from `sender` to `receiver` arrives: never, once or twice."""
+        times = [now + delay for delay in self.delays()]
+        if self._fifo and times:
+            link = (sender, receiver)
+            times = [max(t, self._last.get(link, now)) for t in times]
+            self._last[link] = times[-1]
+        return times
 
     def delays(self) -> list[float]:
         """Delivery delays (ms) for one message sent now: none if lost, two if duplicated."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from nodes.messages import PushRequest, PushResponse
+from nodes.messages import HaPush, HaReport, PushRequest, PushResponse
 
 
 def describe(obj: Any) -> str:
@@ -17,6 +17,12 @@ def describe(obj: Any) -> str:
     if isinstance(obj, PushResponse):
         return (f"Push{obj.type.name}Resp(t{obj.term} {obj.code.name} seq{obj.seq} match {obj.match_index}"
                 f" end {obj.end_index} hint {obj.hint_index})")
+    if isinstance(obj, HaPush):
+        span = f" {obj.entries[0].index}..{obj.entries[-1].index}" if obj.entries else ""
+        return f"HaPush(e{obj.epoch} {obj.master}{' sync' if obj.sync else ''} end {obj.end_index}{span})"
+    if isinstance(obj, HaReport):
+        epochs = " ".join(f"e{s.epoch}@{s.first_index}" for s in obj.epochs)
+        return f"HaReport(e{obj.epoch} {obj.master} offset {obj.offset} end {obj.end_index} epochs {epochs})"
     return repr(obj)
 
 
