@@ -65,11 +65,11 @@ def recipe_files() -> list[tuple[str, Path]]:
     return [(name, IMAGE_DIR / name) for name in RECIPE_FILES]
 
 
-def node_files(nodes_dir: Path = NODES_DIR) -> list[tuple[str, Path]]:
+def node_files(nodes_dir: Path | None = None) -> list[tuple[str, Path]]:
     """The node image's build context: image files at the top, `nodes/` (the checkout's, or the
     package at `nodes_dir`) and the nemesis's `agents/` below."""
     files = [(name, IMAGE_DIR / name) for name in NODE_IMAGE_FILES]
-    for prefix, folder in (("nodes", nodes_dir), ("agents", AGENTS_DIR)):
+    for prefix, folder in (("nodes", nodes_dir or NODES_DIR), ("agents", AGENTS_DIR)):
         for path in sorted(folder.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
                 files.append((f"{prefix}/{path.relative_to(folder).as_posix()}", path))

@@ -99,7 +99,7 @@ def test_part_kill_partition_step_records_its_grudge_and_waits_a_step():
     assert set(partition["grudge"]) == set(nodes.names)
     majority = set(nodes.names) - set(value["minority"])
     assert all(set(partition["grudge"][m]) == majority for m in value["minority"])
-    assert kill["at_s"] - partition["at_s"] >= 0.2
+    assert kill["at_s"] - partition["at_s"] >= 0.2 - 0.001  # both rounded to the millisecond
 
 
 def test_part_kill_lifts_only_its_own_cut():
