@@ -17,13 +17,12 @@ each fault was in force) did not test much, whatever its verdict.
 from __future__ import annotations
 
 import itertools
-import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from checkers.jsonlines import InputError, event_line_problem, torn_last_line
+from checkers.jsonlines import event_line_problem, iter_jsonl
 from checkers.layout import ResultsDir, read_json_object
 from nodes.coverage import RULES
 
@@ -86,20 +85,9 @@ def bite(test: dict[str, Any], found: dict[str, Any] | None) -> dict[str, Any] |
 
 def _events(path: Path) -> Iterator[dict[str, Any]]:
     """The lines of one events.jsonl but its commit lines; InputError names a line that is not
-    JSON or not well-formed; a torn last line is skipped (as `checkers.jsonlines` reads)."""
-    torn = torn_last_line(path)
-    with path.open("rb") as f:
-        for number, raw in enumerate(f, 1):
-            if number == torn or COMMIT_LINE in raw:
-                continue
-            try:
-                record = json.loads(raw)
-            except ValueError as e:
-                raise InputError(f"{path} line {number}: not valid JSON ({e})") from None
-            problem = _problem(record)
-            if problem:
-                raise InputError(f"{path} line {number}: {problem}")
-            yield record
+    JSON or not well-formed; a torn last line is skipped (`checkers.jsonlines.iter_jsonl`)."""
+    for _, record in iter_jsonl(path, _problem, skip=COMMIT_LINE):
+        yield record
 
 
 def _problem(record: Any) -> str | None:

@@ -67,10 +67,11 @@ def torn_last_line(path: Path) -> int | None:
             return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b"")) + 1
 
 
-def iter_jsonl(path: Path, validate: Validator) -> Iterator[tuple[int, Any]]:
+def iter_jsonl(path: Path, validate: Validator, skip: bytes | None = None) -> Iterator[tuple[int, Any]]:
     """Yield `(line_number, record)` for each line, from 1; InputError on the first bad line.
 
-    A torn last line (see `torn_last_line`) is skipped. Memory stays flat.
+    A torn last line (see `torn_last_line`) is skipped, and so is, unparsed, a line holding the
+    bytes `skip` (a reader that needs none of some kind of line). Memory stays flat.
     """
     if not path.is_file():
         raise InputError(f"{path}: missing (expected a JSON-lines file)")
@@ -79,6 +80,8 @@ def iter_jsonl(path: Path, validate: Validator) -> Iterator[tuple[int, Any]]:
         for number, raw in enumerate(f, 1):
             if number == torn:
                 return
+            if skip is not None and skip in raw:
+                continue
             try:
                 record = json.loads(raw)
             except ValueError as e:
