@@ -10,7 +10,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from harness.inventory import Inventory, load_inventory
 from harness.modes import MODES
@@ -121,6 +121,20 @@ def add_arguments(parser: argparse.ArgumentParser, without: tuple[str, ...] = ()
     for option in catalogue.options():
         group.add_argument(f"--{option.name}", default=option.default,
                            help=f"{option.help} (default {option.default})")
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ValueError(f"{self.prog}: {message}")
+
+
+def parsed(argv: list[str], prog: str) -> argparse.Namespace:
+    """`argv` as the run command's flags, validated (`validate`); ValueError, naming `prog`, when bad."""
+    parser = _RaisingParser(prog=prog)
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    validate(args)
+    return args
 
 
 def validate(args: argparse.Namespace) -> None:

@@ -31,7 +31,7 @@ import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from harness import flags, hostsweep, simnight, sweep
 from harness.cluster import connect
@@ -131,17 +131,9 @@ def skips(cells: list[Cell], hosts: str | None) -> dict[str, str]:
 def run_args(cell: Cell, seed: int, results_dir: Path, hosts: str | None = None) -> argparse.Namespace:
     """The `harness run` arguments of one run of `cell` (on the inventory `hosts`, when given), validated;
     ValueError if they are bad."""
-    parser = _CellParser(prog=f"nightly cell {cell.name}")
-    flags.add_arguments(parser)
-    args = parser.parse_args([*cell.argv(), "--seed", str(seed), "--results-dir", str(results_dir),
-                              "--name", cell.name, *(["--hosts", hosts] if hosts else [])])
-    flags.validate(args)
-    return args
-
-
-class _CellParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise ValueError(f"{self.prog}: {message}")
+    argv = [*cell.argv(), "--seed", str(seed), "--results-dir", str(results_dir), "--name", cell.name,
+            *(["--hosts", hosts] if hosts else [])]
+    return flags.parsed(argv, f"nightly cell {cell.name}")
 
 
 def describe(cells: list[Cell], picked: list[Cell], budget_min: float, seeds: int, seed: int,

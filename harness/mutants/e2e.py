@@ -12,7 +12,6 @@ import argparse
 import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import NoReturn
 
 from harness import flags
 from harness.mutants.model import Mutant
@@ -41,19 +40,10 @@ class RunFinding:
         return {**asdict(self), "caught_at": self.caught_at}
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise ValueError(f"{self.prog}: {message}")
-
-
 def run_args(mutant: Mutant, argv: tuple[str, ...], seed: int, out: Path, name: str) -> argparse.Namespace:
     """The validated `harness run` arguments of one run of `mutant`; ValueError if they are bad."""
-    parser = _Parser(prog=f"mutant {mutant.name}")
-    flags.add_arguments(parser)
-    args = parser.parse_args([*argv, "--mutant", mutant.name, "--seed", str(seed), "--results-dir", str(out),
-                              "--name", name])
-    flags.validate(args)
-    return args
+    return flags.parsed([*argv, "--mutant", mutant.name, "--seed", str(seed), "--results-dir", str(out),
+                         "--name", name], f"mutant {mutant.name}")
 
 
 def default_argv(mutant: Mutant) -> tuple[str, ...]:
