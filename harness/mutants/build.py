@@ -76,9 +76,13 @@ def mutant_tree(mutant: Mutant, root: Path | None = None) -> Path:
         for k, edit in enumerate(mutant.edits, 1):
             apply_edit(mutant, k, edit, work / "nodes")
         (work / COMPLETE).write_text(f"{mutant.name}\n")
-        if target.exists():  # an interrupted copy of the same digest
-            shutil.rmtree(target)
-        work.rename(target)
+        try:
+            work.rename(target)
+        except OSError:  # the target exists: another process's complete copy stays in use
+            if (target / COMPLETE).is_file():
+                return target
+            shutil.rmtree(target)  # an interrupted copy of the same digest
+            work.rename(target)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return target

@@ -133,3 +133,22 @@ def test_the_table_says_what_caught_each_bug_and_the_totals() -> None:
             "| invalid at run 2 | valid x3 |") in text
     assert text.endswith("simulator: 0 of 1 in the default rotation, 1 with the aimed flags too; "
                          "default run: 1 of 1 (100 %); nightly cell: 0 of 1 (0 %)")
+
+
+def test_a_copy_another_process_finished_meanwhile_is_kept_not_replaced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    m = CATALOGUE[0]
+    target = tmp_path / f"{m.name}-{build.digest(m)}"
+    real = build.apply_edit
+
+    def racing(mutant: Mutant, k: int, edit: Edit, package: Path) -> None:
+        real(mutant, k, edit, package)
+        if not target.exists():  # the other process renames its complete copy into place now
+            (target / "nodes").mkdir(parents=True)
+            (target / "in-use").write_text("")
+            (target / build.COMPLETE).write_text(f"{m.name}\n")
+
+    monkeypatch.setattr(build, "apply_edit", racing)
+    assert build.mutant_tree(m, tmp_path) == target
+    assert (target / "in-use").is_file()  # still the other process's copy
+    assert not any(p.name.startswith(".work-") for p in tmp_path.iterdir())
