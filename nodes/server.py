@@ -223,8 +223,6 @@ class NodeServer:
             refuse_lost=False,  # DLedger's way: cut at the damage and catch up from the others
         )
         log.info("store recovered: %s", self.store.recovery.summary())
-        if self.store.recovery.cut_pos is not None:
-            coverage.hit("recovery.cut-tail")
         state = load_term(data_dir)
         limits = wire_limits(self.codec, list(config.peers), MAX_READ_ENTRIES, config.ha is not None)
         # An entry body must fit in a data segment and in every frame that carries it.

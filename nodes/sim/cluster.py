@@ -354,8 +354,6 @@ class Simulation:
     def _start_node(self, name: str) -> None:
         disk = self.disks[name]
         store, state = disk.open()
-        if store.recovery.cut_pos is not None:
-            coverage.hit("recovery.cut-tail")
         self._check_changed(name)
         core: Logic
         if self.ha is None:

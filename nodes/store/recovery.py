@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+from nodes.coverage import hit
 from nodes.store.entrycodec import HEADER, INDEX, INDEX_SIZE
 from nodes.store.entryscan import ENTRY_MAGICS, Scan, SegmentView, StoredEntry
 from nodes.store.logstore import StoreError
@@ -293,6 +294,7 @@ def _fix_slot(index: SegmentList, entry: StoredEntry, report: RecoveryReport) ->
 def _cut(data: SegmentList, index: SegmentList, state: LogState, pos: int, reason: str,
          report: RecoveryReport) -> None:
     """Cut data at `pos` and the index after `state.end_index`."""
+    hit("recovery.cut-tail")
     report.cut_pos, report.cut_reason = pos, reason
     state.write_pos = pos
     _cut_list(data, pos, report)
