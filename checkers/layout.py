@@ -9,7 +9,7 @@ from typing import Any
 
 from checkers.jsonlines import InputError
 
-LINEARIZABLE_MODES = ("read-index", "lease")
+LINEARIZABLE_MODES = ("mixed", "read-index", "lease")  # mixed: each read one of the two
 PREFIX_MODES = ("committed", "follower", "unsafe")
 DEFAULT_READ_MODE = "read-index"
 

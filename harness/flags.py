@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from harness.inventory import Inventory, load_inventory
-from harness.modes import MODES
+from harness.modes import MIXED, MODES
 from nemesis import catalogue
 from nodes.messages import ReadMode
 
@@ -75,8 +75,9 @@ FLAGS: tuple[Flag, ...] = (
     Flag("timing", "default", "node timing profile: default (failover in about a second) or dledger "
                                "(DLedger's: 2 s heartbeats, about 6 s failover)",
          choices=("default", "dledger")),
-    Flag("read-mode", None, "how nodes serve reads (default read-index; committed in master-slave modes, "
-                            "which have no linearizable read)", choices=tuple(m.label for m in ReadMode)),
+    Flag("read-mode", None, "how nodes serve reads (default mixed: each read read-index or lease at random, "
+                            "nodes guarding leases; committed in master-slave modes, which have no "
+                            "linearizable read)", choices=(MIXED, *(m.label for m in ReadMode))),
     Flag("read-fraction", 0.25, "share of ops that are reads", float, check=_fraction),
     Flag("consumers", 1, "consumers pulling the log in order from offset 0 (RocketMQ's pull consumer), "
                          "failing over to other nodes", int, check=_not_negative),

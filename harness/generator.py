@@ -40,11 +40,20 @@ class Op:
 
 @dataclass
 class Mix:
-    """The client workload: appends with unique ids, and reads of single indexes and ranges."""
+    """The client workload: appends with unique ids, and reads of single indexes and ranges.
+
+    A read names its mode when `read_modes` is set (one drawn per read), and with
+    `direct_fraction` goes to a node of `nodes` drawn at random instead of the leader the
+    client believes in (`"at"`, no redirect): a deposed leader that still serves reads is
+    asked too, not only the node everyone agrees leads.
+    """
 
     payload_size: int = 100
     read_fraction: float = 0.25
     max_read_span: int = 20
+    read_modes: tuple[str, ...] = ()
+    nodes: tuple[str, ...] = ()
+    direct_fraction: float = 0.5
 
     def next_op(self, rng: random.Random, process: int, seq: int, known_end: int) -> Op:
         """The next op for `process`, its `seq`-th; `known_end` is the highest acknowledged index."""
@@ -57,7 +66,12 @@ class Mix:
             else:
                 last = rng.randint(0, known_end)
             first = last if rng.random() < 0.3 else max(0, last - rng.randint(1, self.max_read_span))
-            return Op("read", {"from": first, "to": last})
+            value: dict[str, Any] = {"from": first, "to": last}
+            if self.read_modes:
+                value["mode"] = rng.choice(self.read_modes)
+            if self.nodes and rng.random() < self.direct_fraction:
+                value["at"] = rng.choice(self.nodes)
+            return Op("read", value)
         append_id = f"p{process}-{seq}"
         return Op("append", {"id": append_id}, encode_payload(append_id, self.payload_size))
 

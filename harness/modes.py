@@ -13,6 +13,20 @@ from dataclasses import dataclass
 
 from nodes.messages import ReadMode
 
+MIXED = "mixed"  # each read read-index or lease at random: both linearizable paths in one run
+MIXED_MODES = (ReadMode.READ_INDEX.label, ReadMode.LEASE.label)
+
+
+def node_read_mode(read_mode: str) -> str:
+    """The `--read-mode` the nodes start with: `lease` for mixed runs (its guards on; each read
+    names its own mode), the run's mode otherwise."""
+    return ReadMode.LEASE.label if read_mode == MIXED else read_mode
+
+
+def read_choices(read_mode: str) -> tuple[str, ...]:
+    """The modes a run's reads name, one drawn per read; () sends reads in the nodes' own mode."""
+    return MIXED_MODES if read_mode == MIXED else ()
+
 
 @dataclass(frozen=True)
 class Mode:
@@ -33,10 +47,10 @@ class Mode:
 
     @property
     def read_modes(self) -> tuple[str, ...]:
-        """The read modes the nodes can serve in this mode; the first is the default."""
+        """The run's read modes in this mode (`--read-mode`); the first is the default."""
         if self.master_slave:  # reads see the master's acknowledged or a slave's durable entries
             return (ReadMode.COMMITTED.label, ReadMode.FOLLOWER.label, ReadMode.UNSAFE.label)
-        return tuple(m.label for m in ReadMode)
+        return (MIXED, *(m.label for m in ReadMode))
 
     def node_args(self, names: list[str]) -> dict[str, list[str]]:
         """The `serve` arguments of each node that say its role ({} entries in DLedger mode)."""

@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.generator import FaultStep
 from harness.history import History
+from harness.workload import LeaseGate
 from nemesis.base import Family, Fault, Nodes
 
 log = logging.getLogger(__name__)
@@ -27,8 +28,9 @@ class NemesisRunner:
     """A thread that starts, stops and fires faults at their scheduled times."""
 
     def __init__(self, families: dict[str, Family], faults: dict[str, Fault], schedule: list[FaultStep],
-                 history: History, rng: random.Random) -> None:
+                 history: History, rng: random.Random, leases: LeaseGate | None = None) -> None:
         self.families = families
+        self.leases = leases or LeaseGate()
         self.faults = faults
         self.schedule = schedule
         self.history = history
@@ -64,6 +66,8 @@ class NemesisRunner:
         if not family.instant:
             with self._lock:
                 self._active.append(name)
+        if family.steps_clocks:
+            self.leases.stepping(True)
         self._record(family.start_f, lambda: self.faults[name].start(self.rng))
 
     def _stop_fault(self, name: str) -> None:
@@ -72,6 +76,8 @@ class NemesisRunner:
         self._record(stop_f, self.faults[name].stop)
         with self._lock:
             self._active.remove(name)
+        if self.families[name].steps_clocks:
+            self.leases.stepping(False)
 
     def _record(self, f: str, action: Callable[[], Any]) -> None:
         self.history.invoke(PROCESS, f, None)

@@ -33,15 +33,17 @@ from harness.faultlog import HistoryRead, read_history_file, run_fault_log
 from harness.final import read_final_logs, wait_for_catch_up
 from harness.generator import Mix, Slotted, nemesis_schedule
 from harness.history import History
-from harness.modes import MODES
+from harness.modes import MODES, node_read_mode, read_choices
 from harness.nemesis_runner import NemesisRunner
 from harness.progress import LeaderWatch, ProgressLine, run_status
 from harness.results import create_run_dir, git_commit, point_latest, write_json
 from harness.rundb import RunDb, check_hosts, open_db
-from harness.workload import WorkloadState, start_workers
+from harness.workload import LeaseGate, WorkloadState, start_workers
 from nemesis import catalogue
 from nodes.client import Client
 from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_UNKNOWN, UsageError
+from nodes.serve import TIMING_NAMES
+from nodes.timing import timing_profile
 
 if TYPE_CHECKING:
     from checkers.preload import Part
@@ -280,7 +282,7 @@ class TestRun:
             "--timing",
             args.timing,
             "--read-mode",
-            args.read_mode,
+            node_read_mode(args.read_mode),
             "--segment-mb",
             "64",
         ]
@@ -345,7 +347,9 @@ class TestRun:
         """Clients and nemesis for the time limit, then heal everything and restart dead nodes."""
         args = self.args
         t = time.monotonic()
-        state = WorkloadState()
+        # a lease taken on a stepped clock lasts at most a lease (a leader-lost time): twice that
+        lease_s = timing_profile(TIMING_NAMES[args.timing]).leader_lost_ms / 1000
+        state = WorkloadState(leases=LeaseGate(2 * lease_s))
         families = {name: catalogue.FAMILIES[name] for name in self.faults}
         faults = catalogue.build(self.faults, db, args.fault_options)
         slotted = [Slotted(f.name, f.weight, f.instant, args.fault_options[f.repeat] if f.repeat else None)
@@ -353,8 +357,10 @@ class TestRun:
         schedule = nemesis_schedule(self.seed, slotted, args.nemesis_interval, args.time_limit,
                                     args.nemesis_concurrency)
         self.test["schedule"] = [[s.at, s.action, s.fault] for s in schedule]
-        runner = NemesisRunner(families, faults, schedule, history, random.Random(f"{self.seed}/targets"))
-        mix = Mix(payload_size=args.payload_size, read_fraction=args.read_fraction)
+        runner = NemesisRunner(families, faults, schedule, history, random.Random(f"{self.seed}/targets"),
+                               state.leases)
+        mix = Mix(payload_size=args.payload_size, read_fraction=args.read_fraction,
+                  read_modes=read_choices(args.read_mode), nodes=tuple(db.names))
         watch = LeaderWatch(self.test.get("first_leader"))
 
         def connect() -> Client:

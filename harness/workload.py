@@ -17,9 +17,12 @@ from typing import Protocol
 from harness.generator import Mix, Op, pacing_delay, worker_rng
 from harness.history import History
 from nodes.client import AppendAck, DefiniteFailure, IndeterminateFailure, ReadResult
+from nodes.messages import ReadMode
 from nodes.payload import payload_id
 
+LEASE, READ_INDEX = ReadMode.LEASE.label, ReadMode.READ_INDEX.label
 MAX_LAG_S = 1.0  # how far behind its schedule a worker may fall before the schedule restarts
+DIRECT_READ_TIMEOUT_S = 1.0  # a read sent to one node: a paused node stalls its worker only this long
 
 
 class LogClient(Protocol):
@@ -28,18 +31,47 @@ class LogClient(Protocol):
 
     def append(self, body: bytes) -> AppendAck: ...
 
-    def get(self, first: int, last: int) -> ReadResult: ...
+    def get(self, first: int, last: int, node: str | None = None, mode: str = "",
+            timeout: float | None = None) -> ReadResult: ...
 
     def close(self) -> None: ...
 
 
+class LeaseGate:
+    """Whether a `mixed` run may send lease reads now: not while a fault steps node clocks (lease
+    reads trust bounded clock drift), nor for `quiet_s` after the last such fault stopped, while
+    a lease taken on a stepped clock may still run. Closed leases turn reads into read-index."""
+
+    def __init__(self, quiet_s: float = 0.0) -> None:
+        self.quiet_s = quiet_s
+        self._stepping = 0
+        self._until = 0.0
+        self._lock = threading.Lock()
+
+    def stepping(self, on: bool) -> None:
+        """A clock-stepping fault is about to start (True) or has stopped (False)."""
+        with self._lock:
+            self._stepping += 1 if on else -1
+            if not on:
+                self._until = time.monotonic() + self.quiet_s
+
+    def mode(self, wanted: str) -> str:
+        """The mode to send a read of mode `wanted` in now."""
+        if wanted != LEASE:
+            return wanted
+        with self._lock:
+            closed = self._stepping > 0 or time.monotonic() < self._until
+        return READ_INDEX if closed else wanted
+
+
 @dataclass
 class WorkloadState:
-    """What workers share: the highest acknowledged index, and the stop signal."""
+    """What workers share: the highest acknowledged index, the stop signal, the lease gate."""
 
     stop: threading.Event = field(default_factory=threading.Event)
     known_end: int = -1
     lock: threading.Lock = field(default_factory=threading.Lock)
+    leases: LeaseGate = field(default_factory=LeaseGate)
 
     def acknowledged(self, index: int) -> None:
         with self.lock:
@@ -108,6 +140,8 @@ class Worker:
     def perform(self, client: LogClient, op: Op) -> bool:
         """Invoke and complete `op`; False when its outcome was indeterminate."""
         h, process = self.history, self.process
+        if "mode" in op.value:
+            op = Op(op.f, {**op.value, "mode": self.state.leases.mode(op.value["mode"])}, op.body)
         h.invoke(process, op.f, op.value)
         try:
             if op.f == "append":
@@ -117,7 +151,9 @@ class Worker:
                 h.complete(process, "ok", op.f, ack, node=done.node)
             else:
                 first, last = op.value["from"], op.value["to"]
-                result = client.get(first, last)
+                at = op.value.get("at")
+                result = client.get(first, last, node=at, mode=op.value.get("mode", ""),
+                                    timeout=DIRECT_READ_TIMEOUT_S if at else None)
                 h.complete(process, "ok", op.f, read_value(first, result), node=result.node)
         except DefiniteFailure as e:
             h.complete(process, "fail", op.f, op.value, error=str(e) or type(e).__name__)

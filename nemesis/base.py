@@ -165,6 +165,9 @@ class Family:
     an inventory (`harness run --hosts`) a run whose families need what a host lacks is refused
     before it starts. `in_all`: False for a family outside every design's fault model (losing a
     node's disk breaks Raft's stable-storage assumption), which the `all` mix leaves out.
+    `steps_clocks`: the family steps node clocks, outside the bounded drift lease reads rest on,
+    so a `mixed` run sends no lease read while it is in force (an explicit `--read-mode lease`
+    run still does).
     """
 
     name: str
@@ -178,6 +181,7 @@ class Family:
     repeat: str | None = None
     needs: frozenset[str] = field(default_factory=frozenset)
     in_all: bool = True
+    steps_clocks: bool = False
 
     @property
     def instant(self) -> bool:

@@ -102,6 +102,7 @@ CLOCK = Family(
     make=lambda nodes, o: ClockFault(nodes, o["clock_targets"], o["clock_modes"], o["clock_max_skew_ms"],
                                      o["clock_strobe_ms"]),
     help="skew the targets' node clocks (bump, or strobe back and forth), then reset them",
+    steps_clocks=True,
     options=(
         targets_option("clock", "leader,one,minority"),
         Option("clock-modes", "bump,strobe", f"clock fault modes to draw from: {', '.join(MODES)}",

@@ -58,7 +58,7 @@ def test_each_design_under_a_lost_isolated_leader_gets_its_predicted_verdict(cel
     assert {op["value"]["consumer"] for op in consumes} == {0, 1}
     assert len({op["node"] for op in consumes}) >= 2, "consumers moved to another node when theirs was lost"
     if mode == "dledger":
-        assert "promoted" not in faults[0] and test["read_mode"] == "read-index"
+        assert "promoted" not in faults[0] and test["read_mode"] == "mixed"
         assert verdict["stats"]["faults"]["leader_changes"] >= 1
     else:
         assert test["read_mode"] == "committed"

@@ -78,7 +78,7 @@ def test_compare_runs_each_mode_with_one_seed_and_writes_the_table(tmp_path, mon
     args = parser.parse_args(["--nemesis", "kill", "--seed", "9", "--results-dir", str(tmp_path / "results")])
     assert compare.run(args) == 0
     assert [c[0] for c in calls] == ["dledger", "master-slave-sync", "master-slave-async"]
-    assert [c[1] for c in calls] == ["read-index", "committed", "committed"]
+    assert [c[1] for c in calls] == ["mixed", "committed", "committed"]
     assert {c[4] for c in calls} == {9} and calls[0][2] == ["kill"]
     assert calls[2][3] == "compare-master-slave-async-kill"
     (written,) = (tmp_path / "results" / "compare").iterdir()

@@ -44,6 +44,19 @@ def test_reads_reach_just_past_the_acknowledged_end():
     assert any(op.value["from"] < op.value["to"] for op in reads)
 
 
+def test_reads_name_their_mode_and_some_ask_one_node():
+    mix = Mix(read_fraction=1.0, read_modes=("read-index", "lease"), nodes=("n1", "n2", "n3"),
+              direct_fraction=0.5)
+    rng = random.Random(2)
+    reads = [mix.next_op(rng, 0, i, 40).value for i in range(600)]
+    assert {r["mode"] for r in reads} == {"read-index", "lease"}
+    asked = [r["at"] for r in reads if "at" in r]
+    assert 200 < len(asked) < 400, "about half the reads go to one node, without redirect"
+    assert set(asked) == {"n1", "n2", "n3"}, "every node is asked, not only the leader"
+    plain = Mix(read_fraction=1.0).next_op(random.Random(2), 0, 0, 40).value
+    assert set(plain) == {"from", "to"}, "without modes or nodes a read names neither"
+
+
 def test_nothing_to_read_before_the_first_acknowledgement():
     mix = Mix(read_fraction=1.0)
     assert mix.next_op(random.Random(0), 0, 0, -1).f == "append"

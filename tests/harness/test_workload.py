@@ -4,11 +4,15 @@ The log here is an in-memory stand-in; real clients against real nodes run in th
 """
 
 import json
+import random
 import threading
 
 from harness.generator import Mix
 from harness.history import History
-from harness.workload import WorkloadState, start_workers
+from harness.nemesis_runner import NemesisRunner
+from harness.workload import DIRECT_READ_TIMEOUT_S, LeaseGate, WorkloadState, start_workers
+from nemesis.clock import CLOCK
+from nemesis.pause import PAUSE
 from nodes.client import AppendAck, DefiniteFailure, IndeterminateFailure, ReadResult
 from nodes.store.logstore import Entry
 
@@ -21,6 +25,7 @@ class ScriptedLog:
         self.calls = 0
         self.lock = threading.Lock()
         self.closed = 0
+        self.reads: list[tuple[str | None, str, float | None]] = []
 
     def connect(self):
         return self
@@ -36,21 +41,23 @@ class ScriptedLog:
             self.entries.append(entry)
             return AppendAck(entry.index, entry.index, 1, "n1")
 
-    def get(self, first, last):
+    def get(self, first, last, node=None, mode="", timeout=None):
         with self.lock:
-            return ReadResult(self.entries[first : last + 1], len(self.entries) - 1, "n2", last)
+            self.reads.append((node, mode, timeout))
+            return ReadResult(self.entries[first : last + 1], len(self.entries) - 1, node or "n2", last)
 
     def close(self):
         self.closed += 1
 
 
-def run_workload(tmp_path, ops_wanted=400):
+def run_workload(tmp_path, ops_wanted=400, mix=None):
     log = ScriptedLog()
     state = WorkloadState()
     path = tmp_path / "history.jsonl"
     with History(path) as history:
         threads = start_workers(
-            4, seed=9, rate=0, mix=Mix(payload_size=32), history=history, state=state, connect=log.connect
+            4, seed=9, rate=0, mix=mix or Mix(payload_size=32), history=history, state=state,
+            connect=log.connect,
         )
         while sum(history.counts.values()) < ops_wanted and all(t.is_alive() for t in threads):
             threads[0].join(0.01)
@@ -101,6 +108,21 @@ def test_ok_values_carry_indexes_and_read_ids(tmp_path):
         assert r["node"] == "n2"
 
 
+def test_reads_go_where_and_how_their_op_says(tmp_path):
+    mix = Mix(payload_size=32, read_modes=("read-index", "lease"), nodes=("n1", "n3"), direct_fraction=0.5)
+    log, ops = run_workload(tmp_path, mix=mix)
+    asked = {(node, mode, timeout) for node, mode, timeout in log.reads}
+    assert {mode for _, mode, _ in asked} == {"read-index", "lease"}
+    assert (None, "lease", None) in asked, "an undirected read goes to the leader with the op timeout"
+    assert ("n3", "lease", DIRECT_READ_TIMEOUT_S) in asked, "a directed read asks its node, briefly"
+    invoked = {}
+    for op in ops:
+        if op["f"] == "read" and op["type"] == "invoke":
+            invoked[op["process"]] = op["value"]
+        elif op["f"] == "read" and op["type"] == "ok":
+            assert op["node"] == invoked[op["process"]].get("at", "n2"), "the asked node answered"
+
+
 def test_client_bugs_become_info_not_open_invokes(tmp_path):
     class Broken(ScriptedLog):
         def append(self, body):
@@ -117,3 +139,41 @@ def test_client_bugs_become_info_not_open_invokes(tmp_path):
         assert history.open_processes() == {}
     lines = [json.loads(x) for x in (tmp_path / "h.jsonl").read_text().splitlines()]
     assert "client error: KeyError('boom')" in lines[1]["error"]
+
+
+def test_lease_reads_wait_out_clock_faults():
+    gate = LeaseGate(quiet_s=600)
+    assert gate.mode("lease") == "lease" and gate.mode("read-index") == "read-index"
+    gate.stepping(True)
+    assert gate.mode("lease") == "read-index", "no lease read while a clock is stepped"
+    gate.stepping(False)
+    assert gate.mode("lease") == "read-index", "nor while a lease taken on the stepped clock may run"
+    brief = LeaseGate(quiet_s=0)
+    brief.stepping(True)
+    brief.stepping(True)
+    brief.stepping(False)
+    assert brief.mode("lease") == "read-index", "one of two clock faults still in force"
+    brief.stepping(False)
+    assert brief.mode("lease") == "lease"
+
+
+def test_the_nemesis_closes_the_lease_gate_around_clock_faults(tmp_path):
+    class Fault:
+        def start(self, rng):
+            seen.append(gate.mode("lease"))
+            return {"targets": []}
+
+        def stop(self):
+            return {"targets": []}
+
+    seen: list[str] = []
+    gate = LeaseGate(quiet_s=600)
+    families = {"clock": CLOCK, "pause": PAUSE}
+    with History(tmp_path / "h.jsonl") as history:
+        runner = NemesisRunner(families, {"clock": Fault(), "pause": Fault()}, [], history,
+                               random.Random(1), gate)
+        runner.inject("pause")
+        runner.inject("clock")
+        runner.stop_faults()
+    assert seen == ["lease", "read-index"], "closed before the clock fault starts, not for a pause"
+    assert gate.mode("lease") == "read-index"
