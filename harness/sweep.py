@@ -95,7 +95,7 @@ DLEDGER = (
     Cell("all", RAFT, nodes=5, time_limit=60,
          extra=("--nemesis-interval", "4", "--nemesis-concurrency", "2")),
     *(Cell(family, RAFT) for family in ("clock", "disk", "packet", "churn", "part-kill", "pause-kill",
-                                        "swizzle-clog")),
+                                        "swizzle-clog", "bounce", "stale-leader")),
     Cell("isolate-lose", "the isolated leader commits nothing alone; the majority elects another",
          time_limit=15, extra=ISOLATE_LOSE),
     Cell("lose-node", RAFT, extra=ONE_AT_A_TIME, known_risk=WIPED_VOTE),
@@ -106,7 +106,8 @@ DLEDGER = (
     Cell("part-kill", RAFT, nodes=5),
 )
 
-MASTER_SLAVE_REST = ("pause", "stop", "clock", "packet", "part-kill", "swizzle-clog")
+MASTER_SLAVE_REST = ("pause", "stop", "clock", "packet", "part-kill", "swizzle-clog", "bounce",
+                     "stale-leader")
 SYNC_MASTER = (
     Cell("kill", DURABLE_MASTER, mode="master-slave-sync"),
     Cell("partition", "an isolated SYNC_MASTER acknowledges nothing no slave has (SLAVE_NOT_AVAILABLE)",

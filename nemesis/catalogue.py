@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from nemesis.base import Family, Fault, Nodes, Option
+from nemesis.bounce import BOUNCE
 from nemesis.churn import CHURN
 from nemesis.clock import CLOCK
 from nemesis.disk import DISK
@@ -19,11 +20,11 @@ from nemesis.packet import PACKET
 from nemesis.partition import PARTITION
 from nemesis.pause import PAUSE
 from nemesis.power import POWER_LOSS
-from nemesis.recipes import PART_KILL, PAUSE_KILL, SWIZZLE_CLOG
+from nemesis.recipes import PART_KILL, PAUSE_KILL, STALE_LEADER, SWIZZLE_CLOG
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
-    KILL, STOP, PAUSE, PARTITION, CLOCK, CHURN, PACKET, DISK, PAUSE_KILL, PART_KILL, SWIZZLE_CLOG,
-    POWER_LOSS, LOSE_NODE, ISOLATE_LOSE)}
+    KILL, STOP, BOUNCE, PAUSE, PARTITION, CLOCK, CHURN, PACKET, DISK, PAUSE_KILL, PART_KILL, STALE_LEADER,
+    SWIZZLE_CLOG, POWER_LOSS, LOSE_NODE, ISOLATE_LOSE)}
 
 # Named mixes. `default` is what `make chaos` runs: leader-aware kills, pauses, partitions
 # and clock skew, drawn so that every run changes the leader.

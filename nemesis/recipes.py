@@ -15,6 +15,12 @@ a time, a step apart (each drops all traffic to and from its peers); its stop un
 a random order drawn at start, a step apart: the group must recover whatever order its links
 come back in.
 
+`stale-leader` sets the leader's clock back (its timers freeze: it neither steps down nor
+notices that no peer answers) and cuts it off from its peers while clients still reach it.
+The others elect a new leader and commit more; the old one still believes it leads, so every
+read it answers must first be confirmed by a majority it cannot reach. Its stop heals the cut,
+then resets the clock. (Lease reads trust the clock, so a `mixed` run sends none meanwhile.)
+
 Each start and stop value lists its steps, `{"step", "targets", "at_s"}` (seconds since that
 start or stop began). Both stay bounded: the pause between steps is `--recipe-step-ms`, and a
 wait for a new leader gives up after `LEADER_WAIT_S` (the value then says `"new_leader": null`).
@@ -29,6 +35,7 @@ from typing import Any
 
 from nemesis import grudge
 from nemesis.base import Family, Nodes, Option, positive
+from nemesis.clock import MAX_SKEW, ClockFault
 from nemesis.partition import apply_grudge, clog, heal_all, lift_grudge, rules_left, unclog
 from nemesis.targets import choose
 
@@ -173,6 +180,44 @@ class PartKillFault:
         return rules_left(self.nodes) + process_leftovers(self.nodes)
 
 
+class StaleLeaderFault:
+    """Set the leader's clock back and cut it off from its peers; see the module doc."""
+
+    def __init__(self, nodes: Nodes, max_skew_ms: float) -> None:
+        self.nodes = nodes
+        self.clock = ClockFault(nodes, ("leader",), ("bump",), max_skew_ms, strobe_ms=0.0)
+        self.drops: grudge.Grudge = {}
+
+    def start(self, rng: random.Random) -> dict[str, Any]:
+        steps = Steps()
+        # the clock first, so the leader's timers are frozen before it misses a single reply
+        clock = self.clock.start(rng)
+        (old,) = clock["targets"]
+        steps.add("clock-back", [old], offsets_ms=clock["offsets_ms"])
+        rest = [node for node in self.nodes.names if node != old]
+        self.drops = grudge.grudge(grudge.components([[old], rest]))
+        apply_grudge(self.nodes, self.drops)
+        steps.add("isolate", [old], grudge=self.drops)
+        return {"leader": clock["leader"], "steps": steps.done, "targets": [old]}
+
+    def stop(self) -> dict[str, Any]:
+        steps = Steps()
+        lift_grudge(self.nodes, self.drops)
+        steps.add("heal", sorted(self.drops))
+        self.drops = {}
+        reset = self.clock.stop()["targets"]
+        steps.add("clock-reset", reset)
+        return {"steps": steps.done, "targets": reset}
+
+    def heal(self) -> None:
+        heal_all(self.nodes)
+        self.clock.heal()
+        self.drops = {}
+
+    def leftovers(self) -> list[str]:
+        return rules_left(self.nodes) + self.clock.leftovers()
+
+
 class SwizzleClogFault:
     """Clog a majority or more one by one, unclog them in a random order; see the module doc."""
 
@@ -240,6 +285,13 @@ PART_KILL = Family(
     help="partition a minority off, crash a node of the majority, heal so the stale minority joins the "
          "new majority; restart the crashed node at stop",
     options=(STEP,), weight=0.5, needs=frozenset({"root", "iptables"}))
+
+STALE_LEADER = Family(
+    name="stale-leader", label="stale leader", start_f="start-stale-leader", stop_f="stop-stale-leader",
+    make=lambda nodes, options: StaleLeaderFault(nodes, options["clock_max_skew_ms"]),
+    help="set the leader's clock back (its timers freeze) and cut it off from its peers while clients "
+         "still reach it; heal the cut and reset the clock at stop",
+    options=(MAX_SKEW,), weight=0.5, needs=frozenset({"root", "iptables"}), steps_clocks=True)
 
 SWIZZLE_CLOG = Family(
     name="swizzle-clog", label="swizzle clog", start_f="start-swizzle-clog", stop_f="stop-swizzle-clog",

@@ -75,6 +75,27 @@ def test_churn_moves_leadership_by_transfer_and_by_preference(live3: Db) -> None
     assert prefer.leftovers() == []
 
 
+def recoveries(db: Db, node: str) -> int:
+    return db.exec(node, f"cat {db.data_dir}/node.log").count("store recovered:")
+
+
+def test_bounce_crashes_and_restarts_at_once_and_the_cluster_elects_again(live3: Db) -> None:
+    bounce = fault(live3, "bounce", bounce_targets="leader")
+    leader = live3.wait_for_leader()
+    term = metadata(live3, leader).term
+    before = recoveries(live3, leader)
+    value = bounce.start(random.Random(4))
+    assert value["targets"] == [leader] and live3.running(leader), "back at once, no stop needed"
+    wait_for(lambda: recoveries(live3, leader) == before + 1, 20, f"{leader} did not recover from its disk")
+    wait_for(lambda: (lead := live3.leader()) is not None and metadata(live3, lead).term > term, 20,
+             "no election after the leader's crash-restart")
+    assert bounce.stop() == {"targets": []} and bounce.leftovers() == []
+    live3.kill(leader)
+    assert bounce.leftovers() == [f"{leader}: the node process is not running"]
+    bounce.heal()
+    assert live3.running(leader) and bounce.leftovers() == []
+
+
 def test_stop_is_a_graceful_exit(live3: Db) -> None:
     stop = fault(live3, "stop", stop_targets="one")
     (node,) = stop.start(random.Random(2))["targets"]

@@ -18,7 +18,8 @@ from test_docker_network_faults import probe
 from harness.db import Db
 from harness.wait import wait_for
 from nemesis.partition import PartitionFault, clog, rules_left, unclog
-from nemesis.recipes import PartKillFault, PauseKillFault, SwizzleClogFault
+from nemesis.recipes import PartKillFault, PauseKillFault, StaleLeaderFault, SwizzleClogFault
+from nodes.client import Client
 
 pytestmark = pytest.mark.docker
 
@@ -134,5 +135,33 @@ def test_part_kill_crashes_a_node_and_heals_the_partition_inside_start(cluster3:
         fault.stop()
         assert fault.leftovers() == [] and cluster3.running(killed)
         wait_for(cluster3.leader, 30, "no leader after part-kill stopped")
+    finally:
+        fault.heal()
+
+
+def test_stale_leader_keeps_believing_it_leads_while_the_others_elect_and_heal_ends_it(cluster3: Db) -> None:
+    cluster3.start()
+    old = cluster3.wait_for_leader(30)
+
+    def says(node: str):
+        with Client(cluster3.network_peers(), timeout=2) as client:
+            return client.metadata(node=node, timeout=2)
+
+    term = says(old).term
+    fault = StaleLeaderFault(cluster3, 5000)
+    try:
+        value = fault.start(random.Random(3))
+        assert value["targets"] == [old] and [s["step"] for s in value["steps"]] == ["clock-back", "isolate"]
+        others = [node for node in cluster3.names if node != old]
+        assert not probe(cluster3, old, others[0]) and probe(cluster3, others[0], others[1])
+        wait_for(lambda: (lead := says(others[0]).leader) in others and says(lead).term > term, 30,
+                 "the others did not elect a new leader")
+        stale = says(old)
+        assert (stale.role, stale.term) == ("leader", term), "cut off, its timers frozen, it still leads"
+        assert stale.clock_offset_ms < 0
+        assert len(fault.leftovers()) >= 2, "the cut's rules and the clock offset"
+        fault.stop()
+        assert fault.leftovers() == []
+        wait_for(lambda: says(old).role == "follower", 30, f"{old} did not step down after the heal")
     finally:
         fault.heal()
