@@ -15,11 +15,11 @@ import random
 from typing import Any
 
 from nemesis.base import Family, Nodes, Option, positive
-from nemesis.process import not_running
+from nemesis.process import StartedWithin
 from nemesis.targets import pick, targets_option
 
 
-class BounceFault:
+class BounceFault(StartedWithin):
     """One crash-restart of one target draw per `start`; see the module doc."""
 
     def __init__(self, nodes: Nodes, targets: tuple[str, ...]) -> None:
@@ -33,18 +33,6 @@ class BounceFault:
         for node in victims:
             self.nodes.start(node)
         return {"target": spec, "targets": victims}
-
-    def stop(self) -> dict[str, Any]:
-        return {"targets": []}
-
-    def heal(self) -> None:
-        for node in self.nodes.names:
-            if not self.nodes.running(node):
-                self.nodes.start(node)
-
-    def leftovers(self) -> list[str]:
-        gone = not_running(self.nodes)
-        return [text for node in self.nodes.names if (text := gone(node))]
 
 
 BOUNCE = Family(

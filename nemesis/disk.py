@@ -22,14 +22,14 @@ from typing import Any
 
 from nemesis.agents.corrupt import FILES, MODES
 from nemesis.base import Family, Nodes, Option, comma_list
-from nemesis.process import not_running
+from nemesis.process import StartedWithin
 from nemesis.targets import pick, targets_option
 
 AGENT = "/opt/dledger/agents/corrupt.py"
 RECOVERED = "store recovered: "
 
 
-class DiskFault:
+class DiskFault(StartedWithin):
     """Corrupts the targets' store files across a SIGKILL and a restart; see the module doc."""
 
     def __init__(self, nodes: Nodes, targets: tuple[str, ...], modes: tuple[str, ...],
@@ -60,17 +60,6 @@ class DiskFault:
         log = shlex.quote(f"{self.nodes.data_dir}/node.log")
         line = self.nodes.exec(node, f"grep -a {shlex.quote(RECOVERED)} {log} | tail -n 1").strip()
         return report, line.partition(RECOVERED)[2]
-
-    def stop(self) -> dict[str, Any]:
-        return {"targets": []}
-
-    def heal(self) -> None:
-        for node in self.nodes.names:
-            self.nodes.start(node)
-
-    def leftovers(self) -> list[str]:
-        running = not_running(self.nodes)
-        return [text for node in self.nodes.names if (text := running(node))]
 
 
 DISK = Family(

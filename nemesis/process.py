@@ -61,3 +61,21 @@ class ProcessFault:
 
 def not_running(nodes: Nodes) -> Callable[[str], str | None]:
     return lambda node: None if nodes.running(node) else f"{node}: the node process is not running"
+
+
+class StartedWithin:
+    """What an instant fault that starts its victims again inside its own start shares (bounce,
+    disk): its stop undoes nothing, its heal starts every node left down."""
+
+    nodes: Nodes
+
+    def stop(self) -> dict[str, Any]:
+        return {"targets": []}
+
+    def heal(self) -> None:
+        for node in self.nodes.names:
+            self.nodes.start(node)
+
+    def leftovers(self) -> list[str]:
+        gone = not_running(self.nodes)
+        return [text for node in self.nodes.names if (text := gone(node))]
