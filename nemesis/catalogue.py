@@ -26,10 +26,13 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     KILL, STOP, BOUNCE, PAUSE, PARTITION, CLOCK, CHURN, PACKET, DISK, PAUSE_KILL, PART_KILL, STALE_LEADER,
     SWIZZLE_CLOG, POWER_LOSS, LOSE_NODE, ISOLATE_LOSE)}
 
-# Named mixes. `default` is what `make chaos` runs: leader-aware kills, pauses, partitions
-# and clock skew, drawn so that every run changes the leader.
+# Named mixes. `default` is what `make chaos` runs: leader-aware crashes (later, at once, with
+# power lost, with the disk damaged), pauses, partitions, clock skew, leader churn and the
+# recipes that build the states seeded bugs need (a stale leader asked to read, a stale minority
+# in the new majority), drawn so that every run changes the leader.
 MIXES: dict[str, tuple[str, ...]] = {
-    "default": ("kill", "pause", "partition", "clock"),
+    "default": ("kill", "bounce", "pause", "partition", "clock", "stale-leader", "part-kill", "pause-kill",
+                "power-loss", "disk", "churn"),
     "crash": ("kill", "stop"),
 }
 
