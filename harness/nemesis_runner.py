@@ -31,6 +31,7 @@ class NemesisRunner:
                  history: History, rng: random.Random, leases: LeaseGate | None = None) -> None:
         self.families = families
         self.leases = leases or LeaseGate()
+        self._gated: set[str] = set()  # faults holding the lease gate closed
         self.faults = faults
         self.schedule = schedule
         self.history = history
@@ -66,9 +67,13 @@ class NemesisRunner:
         if not family.instant:
             with self._lock:
                 self._active.append(name)
-        if family.steps_clocks:
+        if family.steps_clocks:  # closed before the clock moves; reopened at once if it did not
+            self._gated.add(name)
             self.leases.stepping(True)
-        self._record(family.start_f, lambda: self.faults[name].start(self.rng))
+        value = self._record(family.start_f, lambda: self.faults[name].start(self.rng))
+        if name in self._gated and isinstance(value, dict) and value.get("stepped_clock") is False:
+            self._gated.discard(name)
+            self.leases.stepping(False, quiet=False)
 
     def _stop_fault(self, name: str) -> None:
         stop_f = self.families[name].stop_f
@@ -76,10 +81,12 @@ class NemesisRunner:
         self._record(stop_f, self.faults[name].stop)
         with self._lock:
             self._active.remove(name)
-        if self.families[name].steps_clocks:
+        if name in self._gated:
+            self._gated.discard(name)
             self.leases.stepping(False)
 
-    def _record(self, f: str, action: Callable[[], Any]) -> None:
+    def _record(self, f: str, action: Callable[[], Any]) -> Any:
+        """Do `action` between its invoke and completion lines; its value (None if it failed)."""
         self.history.invoke(PROCESS, f, None)
         try:
             value = action()
@@ -87,8 +94,9 @@ class NemesisRunner:
             log.exception("nemesis %s failed", f)
             self.errors.append(f"{f}: {type(e).__name__}: {e}")
             self.history.complete(PROCESS, "info", f, None, error=f"{type(e).__name__}: {e}")
-        else:
-            self.history.complete(PROCESS, "info", f, value)
+            return None
+        self.history.complete(PROCESS, "info", f, value)
+        return value
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop following the schedule; a fault op in progress gets up to `timeout` s to finish."""

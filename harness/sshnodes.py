@@ -96,14 +96,15 @@ class SshNodes(ABC):
         return shlex.join(args)
 
     def start(self, name: str | None = None, wait: float = 20.0) -> None:
-        """Start the node (every node when None) unless it runs; wait until each listens on its port."""
+        """Start the node (every node when None) unless it runs; wait until each listens on its port
+        (`wait` 0: return once the processes are started)."""
         targets = [name] if name else self.names
         for target in targets:
             if not self.process(target).running():
                 if self.fuse:
                     self.mount(target)
                 self.process(target).start(self.serve_command(target))
-        for target in targets:
+        for target in targets if wait > 0 else ():
             self._wait_listening(target, wait)
 
     def _wait_listening(self, name: str, wait: float) -> None:

@@ -48,12 +48,13 @@ class LeaseGate:
         self._until = 0.0
         self._lock = threading.Lock()
 
-    def stepping(self, on: bool) -> None:
-        """A clock-stepping fault is about to start (True) or has stopped (False)."""
+    def stepping(self, on: bool, quiet: bool = True) -> None:
+        """A fault that may step clocks is about to start (True) or has stopped (False; with
+        `quiet` False, it started without stepping one, so no lease can outlive it)."""
         with self._lock:
             self._stepping += 1 if on else -1
-            if not on:
-                self._until = time.monotonic() + self.quiet_s
+            if not on and quiet:
+                self._until = max(self._until, time.monotonic() + self.quiet_s)
 
     def mode(self, wanted: str) -> str:
         """The mode to send a read of mode `wanted` in now."""

@@ -52,7 +52,8 @@ class Nodes(Protocol):
         ...
 
     def start(self, node: str | None = None, wait: float = 20.0) -> None:
-        """Start the node process (every node when None; a running node is left alone)."""
+        """Start the node process (every node when None; a running node is left alone) and wait
+        up to `wait` seconds until it listens (0: not at all)."""
         ...
 
     def pause(self, node: str) -> None:
@@ -165,9 +166,9 @@ class Family:
     an inventory (`harness run --hosts`) a run whose families need what a host lacks is refused
     before it starts. `in_all`: False for a family outside every design's fault model (losing a
     node's disk breaks Raft's stable-storage assumption), which the `all` mix leaves out.
-    `steps_clocks`: the family steps node clocks, outside the bounded drift lease reads rest on,
-    so a `mixed` run sends no lease read while it is in force (an explicit `--read-mode lease`
-    run still does).
+    `steps_clocks`: the family may step node clocks, outside the bounded drift lease reads rest
+    on, so a `mixed` run sends no lease read while it is in force (an explicit `--read-mode
+    lease` run still does); a start value with `"stepped_clock": false` says this one did not.
     """
 
     name: str

@@ -30,8 +30,8 @@ class BounceFault(StartedWithin):
         spec, victims = pick(self.nodes, self.targets, rng)
         for node in victims:
             self.nodes.kill(node)
-        for node in victims:
-            self.nodes.start(node)
+        for node in victims:  # not waiting until it listens: the next firing may come first
+            self.nodes.start(node, wait=0)
         return {"target": spec, "targets": victims}
 
 

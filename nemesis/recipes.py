@@ -15,11 +15,14 @@ a time, a step apart (each drops all traffic to and from its peers); its stop un
 a random order drawn at start, a step apart: the group must recover whatever order its links
 come back in.
 
-`stale-leader` sets the leader's clock back (its timers freeze: it neither steps down nor
-notices that no peer answers) and cuts it off from its peers while clients still reach it.
-The others elect a new leader and commit more; the old one still believes it leads, so every
-read it answers must first be confirmed by a majority it cannot reach. Its stop heals the cut,
-then resets the clock. (Lease reads trust the clock, so a `mixed` run sends none meanwhile.)
+`stale-leader` makes a leader that still believes it leads while the others elect a new one
+and commit more, cut off from its peers but not from clients: every read it answers must first
+be confirmed by a majority it cannot reach. Two ways (`--stale-leader-modes`): `pause` pauses
+the leader, cuts it off, waits (bounded) for a new leader and resumes it: it wakes with its
+lease run out and steps down once a leader-lost time passes without replies; `clock` sets its
+clock back first (its timers freeze: it never steps down) and then cuts it off, a window of
+seconds, but outside the drift lease reads assume, so a `mixed` run sends no lease read
+meanwhile (`"stepped_clock"` in the value). Its stop heals the cut (and resets the clock).
 
 Each start and stop value lists its steps, `{"step", "targets", "at_s"}` (seconds since that
 start or stop began). Both stay bounded: the pause between steps is `--recipe-step-ms`, and a
@@ -34,12 +37,13 @@ from collections.abc import Callable
 from typing import Any
 
 from nemesis import grudge
-from nemesis.base import Family, Nodes, Option, positive
+from nemesis.base import Family, Nodes, Option, comma_list, positive
 from nemesis.clock import MAX_SKEW, ClockFault
 from nemesis.partition import apply_grudge, clog, heal_all, lift_grudge, rules_left, unclog
 from nemesis.targets import choose
 
 LEADER_WAIT_S = 5.0
+STALE_MODES = ("pause", "clock")
 POLL_S = 0.1
 
 
@@ -181,41 +185,59 @@ class PartKillFault:
 
 
 class StaleLeaderFault:
-    """Set the leader's clock back and cut it off from its peers; see the module doc."""
+    """A leader cut off from its peers that still believes it leads; see the module doc."""
 
-    def __init__(self, nodes: Nodes, max_skew_ms: float) -> None:
+    def __init__(self, nodes: Nodes, modes: tuple[str, ...], max_skew_ms: float,
+                 wait_s: float = LEADER_WAIT_S) -> None:
         self.nodes = nodes
+        self.modes = modes
+        self.wait_s = wait_s
         self.clock = ClockFault(nodes, ("leader",), ("bump",), max_skew_ms, strobe_ms=0.0)
         self.drops: grudge.Grudge = {}
+        self.stale: list[str] = []
 
     def start(self, rng: random.Random) -> dict[str, Any]:
         steps = Steps()
-        # the clock first, so the leader's timers are frozen before it misses a single reply
-        clock = self.clock.start(rng)
-        (old,) = clock["targets"]
-        steps.add("clock-back", [old], offsets_ms=clock["offsets_ms"])
+        mode = rng.choice(self.modes)
+        if mode == "clock":  # first, so the leader's timers are frozen before it misses a reply
+            clock = self.clock.start(rng)
+            (old,), leader = clock["targets"], clock["leader"]
+            steps.add("clock-back", [old], offsets_ms=clock["offsets_ms"])
+        else:
+            leader = self.nodes.leader()
+            old = choose("leader", self.nodes.names, leader, rng)[0]
+            self.nodes.pause(old)
+            steps.add("pause", [old])
         rest = [node for node in self.nodes.names if node != old]
         self.drops = grudge.grudge(grudge.components([[old], rest]))
         apply_grudge(self.nodes, self.drops)
+        self.stale = [old]
         steps.add("isolate", [old], grudge=self.drops)
-        return {"leader": clock["leader"], "steps": steps.done, "targets": [old]}
+        value = {"mode": mode, "leader": leader, "stepped_clock": mode == "clock", "targets": [old]}
+        if mode == "pause":
+            value["new_leader"] = await_leader(self.nodes, lambda node: node != old, self.wait_s)
+            self.nodes.resume(old)
+            steps.add("resume", [old])
+        return {**value, "steps": steps.done}
 
     def stop(self) -> dict[str, Any]:
         steps = Steps()
         lift_grudge(self.nodes, self.drops)
-        steps.add("heal", sorted(self.drops))
-        self.drops = {}
+        steps.add("heal", self.stale)
         reset = self.clock.stop()["targets"]
-        steps.add("clock-reset", reset)
-        return {"steps": steps.done, "targets": reset}
+        if reset:
+            steps.add("clock-reset", reset)
+        stale, self.stale, self.drops = self.stale, [], {}
+        return {"steps": steps.done, "targets": stale}
 
     def heal(self) -> None:
         heal_all(self.nodes)
         self.clock.heal()
-        self.drops = {}
+        revive_all(self.nodes)
+        self.drops, self.stale = {}, []
 
     def leftovers(self) -> list[str]:
-        return rules_left(self.nodes) + self.clock.leftovers()
+        return rules_left(self.nodes) + self.clock.leftovers() + process_leftovers(self.nodes)
 
 
 class SwizzleClogFault:
@@ -288,10 +310,14 @@ PART_KILL = Family(
 
 STALE_LEADER = Family(
     name="stale-leader", label="stale leader", start_f="start-stale-leader", stop_f="stop-stale-leader",
-    make=lambda nodes, options: StaleLeaderFault(nodes, options["clock_max_skew_ms"]),
-    help="set the leader's clock back (its timers freeze) and cut it off from its peers while clients "
-         "still reach it; heal the cut and reset the clock at stop",
-    options=(MAX_SKEW,), weight=0.5, needs=frozenset({"root", "iptables"}), steps_clocks=True)
+    make=lambda nodes, options: StaleLeaderFault(nodes, options["stale_leader_modes"],
+                                                 options["clock_max_skew_ms"]),
+    help="cut the leader off from its peers while clients still reach it, and keep it believing it "
+         "leads: paused until the others elect, or its clock set back; heal the cut at stop",
+    options=(Option("stale-leader-modes", "pause,clock",
+                    f"how the leader is kept stale: {', '.join(STALE_MODES)}", choices=STALE_MODES,
+                    parse=comma_list), MAX_SKEW),
+    weight=0.5, needs=frozenset({"root", "iptables"}), steps_clocks=True)
 
 SWIZZLE_CLOG = Family(
     name="swizzle-clog", label="swizzle clog", start_f="start-swizzle-clog", stop_f="stop-swizzle-clog",

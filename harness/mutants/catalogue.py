@@ -48,19 +48,19 @@ _ELECTION: tuple[Mutant, ...] = (
         "A node grants a vote without saving it, so after a restart it can vote again in the same term.",
         (Edit("core.py", "self.vote_for = req.candidate\n            self._persist()",
               "self.vote_for = req.candidate"),),
-        ("--nemesis", "kill,pause-kill,part-kill", *LONG),
+        ("--nodes", "3", "--nemesis", "bounce,kill", *LONG),
     ),
     Mutant(
         "vote-saved-only-on-term-change", "election",
         "The term file is rewritten only when the term changes, so a vote for another node is never saved.",
         (Edit("driver.py", "if state != self._persisted:", "if state.term != self._persisted.term:"),),
-        ("--nemesis", "kill,pause-kill,part-kill", *LONG),
+        ("--nodes", "3", "--nemesis", "bounce,kill", *LONG),
     ),
     Mutant(
         "vote-twice-in-term", "election",
         "A node that already voted in a term votes again for another candidate while it knows no leader.",
         (Edit("election.py", "            return VoteResult.REJECT_ALREADY_VOTED, None\n", ""),),
-        ("--nemesis", "partition,kill,part-kill", *LONG),
+        ("--nodes", "3", "--nemesis", "bounce,partition", *LONG),
     ),
     Mutant(
         "vote-for-older-term", "election",
@@ -81,13 +81,13 @@ _ELECTION: tuple[Mutant, ...] = (
               "            self._adopt_next_round(term)\n"
               "            return False\n",
               ""),),
-        ("--nemesis", "partition,pause,part-kill", *LONG),
+        ("--nemesis", "stale-leader,partition,pause", *LONG),
     ),
     Mutant(
         "releads-term-after-restart", "election",
         "A node that voted for itself and restarts campaigns again in the same term, as DLedger does.",
         (Edit("core.py", "ParseResult.WAIT_TO_VOTE_NEXT if vote == node_id else ", ""),),
-        ("--nemesis", "power-loss,kill", *LONG),
+        ("--nemesis", "bounce,power-loss", *LONG),
     ),
     Mutant(
         "releads-term-after-step-down", "election",
@@ -146,7 +146,7 @@ _READS: tuple[Mutant, ...] = (
         "read-index-unconfirmed", "reads",
         "A read-index read is served once the heartbeat round is sent, before a majority confirmed it.",
         (Edit("reads.py", "return seq <= self.confirmed_seq", "return seq <= self.last_seq"),),
-        ("--nemesis", "partition,pause", *LONG),
+        ("--read-mode", "read-index", "--nemesis", "stale-leader,pause", *LONG),
         PAUSED,
     ),
     Mutant(
@@ -157,7 +157,7 @@ _READS: tuple[Mutant, ...] = (
               " + t.leader_lost_ms * (1.0 - t.lease_drift_ratio)\n"
               "            and self._transfer",
               "            self._transfer"),),
-        (*LEASE, "--nemesis", "pause,partition", *LONG),
+        (*LEASE, "--nemesis", "stale-leader,pause", "--stale-leader-modes", "pause", *LONG),
         PAUSED,
     ),
     Mutant(
@@ -191,21 +191,21 @@ _READS: tuple[Mutant, ...] = (
               "            self._next_vote_at = self._guard_until\n"
               "            return\n",
               ""),),
-        (*LEASE, "--nemesis", "kill,pause-kill,part-kill", *LONG),
+        (*LEASE, "--nemesis", "bounce,pause-kill,part-kill", *LONG),
         SELF_VOTER,
     ),
     Mutant(
         "restart-forgets-lease-guard", "reads",
         "A restarted node assumes no leader holds a lease and votes for the first candidate at once.",
         (Edit("core.py", "self._guard_until = now + self.timing.leader_lost_ms", "self._guard_until = now"),),
-        (*LEASE, "--nemesis", "kill,pause-kill,part-kill", *LONG),
+        (*LEASE, "--nemesis", "bounce,pause-kill,part-kill", *LONG),
         SELF_VOTER,
     ),
     Mutant(
         "read-beyond-commit", "reads",
         "A read returns every stored entry of the range asked for, including ones not committed yet.",
         (Edit("reads.py", "top = min(last, limit)", "top = last"),),
-        ("--nemesis", "partition,kill", *LONG),
+        ("--nemesis", "bounce,kill", *LONG),
     ),
 )
 

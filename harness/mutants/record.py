@@ -5,4 +5,7 @@ only reports it for the others. Add a mutant here with where it was measured onc
 
 from __future__ import annotations
 
-CAUGHT_BY_CELL: dict[str, str] = {}
+CAUGHT_BY_CELL: dict[str, str] = {
+    "vote-without-log-check": "invalid at seed 4242, 411d3ca (`hunt vote-without-log-check --runs cell "
+                              "--run-seeds 1 --start 4242`)",
+}

@@ -13,6 +13,7 @@ from harness.nemesis_runner import NemesisRunner
 from harness.workload import DIRECT_READ_TIMEOUT_S, LeaseGate, WorkloadState, start_workers
 from nemesis.clock import CLOCK
 from nemesis.pause import PAUSE
+from nemesis.recipes import STALE_LEADER
 from nodes.client import AppendAck, DefiniteFailure, IndeterminateFailure, ReadResult
 from nodes.store.logstore import Entry
 
@@ -177,3 +178,27 @@ def test_the_nemesis_closes_the_lease_gate_around_clock_faults(tmp_path):
         runner.stop_faults()
     assert seen == ["lease", "read-index"], "closed before the clock fault starts, not for a pause"
     assert gate.mode("lease") == "read-index"
+
+
+def test_a_fault_that_did_not_step_a_clock_reopens_the_lease_gate_at_once(tmp_path):
+    class Fault:
+        def __init__(self, stepped):
+            self.stepped = stepped
+
+        def start(self, rng):
+            return {"targets": [], "stepped_clock": self.stepped}
+
+        def stop(self):
+            return {"targets": []}
+
+    gate = LeaseGate(quiet_s=600)
+    with History(tmp_path / "h.jsonl") as history:
+        runner = NemesisRunner({"stale-leader": STALE_LEADER}, {"stale-leader": Fault(False)}, [], history,
+                               random.Random(1), gate)
+        runner.inject("stale-leader")
+        assert gate.mode("lease") == "lease", "a paused stale leader keeps lease reads in the model"
+        runner.stop_faults()
+        assert gate.mode("lease") == "lease", "and its stop releases nothing twice"
+        runner.faults["stale-leader"] = Fault(True)
+        runner.inject("stale-leader")
+        assert gate.mode("lease") == "read-index"
