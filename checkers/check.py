@@ -42,6 +42,7 @@ EXACT: tuple[Pass, ...] = (
     durability.by_id,
     durability.divergence,
     durability.hole,
+    durability.uncommitted_read,
     realtime.time_order,
     realtime.future_read,
 )

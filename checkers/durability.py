@@ -109,6 +109,13 @@ def divergence(t: Tables) -> DataFrame:
     )
 
 
+def uncommitted_read(t: Tables) -> DataFrame:
+    """An ok read that returned an entry past the commit index it reported with it."""
+    rows = t.reads.where(F.col("uncommitted"))
+    return anomaly_rows(rows, "uncommitted-read", F.col("rid"), read=read_ref(),
+                        commit_index=F.col("commit_index"))
+
+
 def hole(t: Tables) -> DataFrame:
     """A gap below the highest index of a node's final log, or inside an ok read's entries."""
     by_node = Window.partitionBy("hid", "node").orderBy("log_index")

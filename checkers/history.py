@@ -97,6 +97,7 @@ class History:
     reads (ok reads only): hid, rid (the invoke's index), process, node, inv_time, cmp_index,
         cmp_time, rfrom, rto, commit_index, seen_max (highest index seen, null if none),
         k (seen_max, or rfrom - 1), gap (the read's entries skip an index of rfrom..k),
+        uncommitted (it saw an index past the commit index it reported),
         p_ack, p_seen.
     read_entries: hid, rid, log_index, id.
     consumes (ok consumes only): hid, cid (the invoke's index), consumer, process, node (the
@@ -351,6 +352,7 @@ def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame, DataFrame]:
     )
     reads = (
         reads.withColumn("k", F.coalesce("seen_max", F.col("rfrom") - 1))
+        .withColumn("uncommitted", F.coalesce(F.col("seen_max") > F.col("commit_index"), F.lit(False)))
         .withColumn(
             "gap",
             F.size(

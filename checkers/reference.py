@@ -189,6 +189,11 @@ def _checks(run: Run) -> dict[str, int]:
         if r.seen_max is not None
         and any(by_id[x].inv_index > r.done_time for x in _seen_ids(r, log) if x in by_id)
     )
+    counts["uncommitted-read"] = sum(
+        1 for r in run.reads
+        if r.seen_max is not None and r.result.get("commit_index") is not None
+        and r.seen_max > r.result["commit_index"]
+    )
     holes = sum(
         1 for r in run.reads if len({i for i, _ in r.entries if r.rfrom <= i <= r.k}) < r.k - r.rfrom + 1
     )

@@ -146,11 +146,12 @@ def by_id(t: Tables, *, consumed: bool = False) -> DataFrame:
 
 
 def read_flags(t: Tables) -> DataFrame:
-    """`~stale-read`, `~nonmonotonic-read` and `~hole` rows from each ok read on its own.
+    """`~stale-read`, `~nonmonotonic-read`, `~hole` and `~uncommitted-read` rows from each ok read
+    on its own.
 
     A read's real-time prefixes (`History`) are what the exact checks compute, so these
     conditions are theirs: the read misses an index acknowledged, or seen by another read,
-    before it was invoked; or its entries skip an index.
+    before it was invoked; its entries skip an index; or it saw past its own commit index.
     """
     return anomalies_where(
         t.reads,
@@ -158,6 +159,7 @@ def read_flags(t: Tables) -> DataFrame:
             (_misses("p_ack"), suspect("stale-read", rid=F.col("rid"))),
             (_misses("p_seen"), suspect("nonmonotonic-read", rid=F.col("rid"))),
             (F.col("gap"), suspect("hole", rid=F.col("rid"))),
+            (F.col("uncommitted"), suspect("uncommitted-read", rid=F.col("rid"))),
         ],
     )
 

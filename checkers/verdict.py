@@ -44,6 +44,8 @@ REGISTRY: tuple[Check, ...] = (
     Check("stale-read", "a read invoked after an append to index i was acknowledged does not see i",
           allowed_in_prefix_modes=True),
     Check("future-read", "a read saw an id whose append was invoked after the read returned"),
+    Check("uncommitted-read", "a read returned an entry past the commit index it reported with it "
+          "(a read answers with committed entries only)", allowed_in_prefix_modes=True),
     Check("nonmonotonic-read", "a later read sees a shorter committed log", allowed_in_prefix_modes=True),
     Check("hole", "a gap below the highest committed index in a final log", needs_final_log=True),
     Check("replica-disagreement", "node data files disagree at an index both committed"),

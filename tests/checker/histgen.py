@@ -111,6 +111,14 @@ def _future_read(sim: Sim, rng: random.Random) -> dict[str, Any]:
     raise ValueError("no read has an append invoked after it")
 
 
+def _uncommitted_read(sim: Sim, rng: random.Random) -> dict[str, Any]:
+    """A read that reports a commit index below the highest entry it returned."""
+    inv, done = rng.choice([(i, c) for i, c in _reads(sim) if c["value"]["entries"]])
+    seen = max(e[0] for e in done["value"]["entries"])
+    done["value"]["commit_index"] = seen - rng.randint(1, 3)
+    return {"read": sim.history.index(inv)}
+
+
 def _nonmonotonic_read(sim: Sim, rng: random.Random) -> dict[str, Any]:
     reads = _reads(sim)
     for _, first in reads:
@@ -256,6 +264,7 @@ INJECTIONS: dict[str, Injection] = {
     "realtime-reorder": _realtime_reorder,
     "stale-read": _stale_read,
     "future-read": _future_read,
+    "uncommitted-read": _uncommitted_read,
     "nonmonotonic-read": _nonmonotonic_read,
     "hole": _hole,
     "election-safety": _election_safety,
