@@ -5,9 +5,10 @@ node reads one clock object that adds this file's offset (nodes/clock.py), and t
 records each offset it applies in `events.jsonl` (`{"event": "clock", "offset_ms"}`) and
 reports it in its metadata. Modes: `bump` sets a random offset of a quarter to all
 of `--clock-max-skew-ms` on each target, in the direction that bites: the leader's clock
-goes back (a clock that steps back freezes the node's timers, so the leader stops sending
-heartbeats and the others elect another), a follower's forward (its election timeout fires
-at once and it stands for election); `strobe` flips the targets' offset between
+goes back (a clock that steps back freezes the node's timers: no heartbeat round, no
+step-down, no lease expiry; under load its pushes of new entries keep its followers following,
+so this alone rarely changes the leader), a follower's forward (its election timeout fires at
+once and it stands for election: that deposes the leader); `strobe` flips the targets' offset between
 that and 0 every `--clock-strobe-ms` until the fault stops (a detached loop on the node);
 stopping, and healing, kills any strobe loop and removes the file (offset 0).
 """
