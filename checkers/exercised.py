@@ -75,9 +75,10 @@ def bite(test: dict[str, Any], found: dict[str, Any] | None) -> dict[str, Any] |
         return None
     if isinstance(test.get("client_outcomes"), dict):
         outcomes = [test["client_outcomes"], test.get("consume_outcomes") or {}]
+        refused = test.get("directed_read_refusals", 0)  # the asked node did not lead: no fault needed
     else:
-        outcomes = [fault.get("ops", {}) for fault in faults]
-    failed = sum(o.get("fail", 0) + o.get("info", 0) for o in outcomes)
+        outcomes, refused = [fault.get("ops", {}) for fault in faults], 0
+    failed = sum(o.get("fail", 0) + o.get("info", 0) for o in outcomes) - refused
     bit = found["leader_changes"] > 0 or failed > 0
     return {"faults": len(faults), "leader_changes": found["leader_changes"], "failed_ops": failed,
             "bit": bit, "note": None if bit else NO_BITE}

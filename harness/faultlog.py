@@ -127,6 +127,8 @@ def read_history(lines: Iterable[dict[str, Any]], vocabulary: dict[str, dict[str
                     outcomes.consumed.setdefault(op["value"]["consumer"], []).append(t)
                 elif op["type"] == "invoke":
                     outcomes.consumed.setdefault(op["value"]["consumer"], [])
+            elif op["type"] == "fail" and "at" in (op.get("value") or {}):
+                pass  # a read asked of one node that does not lead: refused whatever the faults
             elif op["type"] != "invoke":
                 outcomes.by_type[op["type"]].append(t)
                 if op["type"] == "ok" and op["f"] == "append":

@@ -32,6 +32,7 @@ class History:
         self._index = 0
         self._open: dict[Process, str] = {}
         self.counts: dict[str, int] = {"ok": 0, "fail": 0, "info": 0}  # appends and reads
+        self.refused_directed = 0  # of the fails: reads asked of one node, refused (it did not lead)
         self.consumes: dict[str, int] = {"ok": 0, "fail": 0, "info": 0}
 
     def now(self) -> int:
@@ -55,6 +56,8 @@ class History:
             del self._open[process]
             if isinstance(process, int):
                 (self.consumes if f == "consume" else self.counts)[op_type] += 1
+                if op_type == "fail" and isinstance(value, dict) and "at" in value:
+                    self.refused_directed += 1
             return self._write(process, op_type, f, value, node, error)
 
     def open_processes(self) -> dict[Process, str]:

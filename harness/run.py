@@ -409,6 +409,7 @@ class TestRun:
             self.test["heal_leftovers"] = left
             raise HarnessError(f"healing left faults in force: {left}")
         self.test["client_outcomes"] = dict(history.counts)
+        self.test["directed_read_refusals"] = history.refused_directed
         if args.consumers:
             self.test["consume_outcomes"] = dict(history.consumes)
         self.test["achieved_rate"] = round(sum(history.counts.values()) / args.time_limit, 1)

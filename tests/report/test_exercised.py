@@ -108,10 +108,14 @@ QUIET = {"leader_changes": 0}
      {"faults": 1, "leader_changes": 0, "failed_ops": 2, "bit": True, "note": None}),
     ({"fault_log": {"faults": [FAULT, {**FAULT, "ops": {"ok": 1, "fail": 0, "info": 3}}]}}, QUIET,
      {"faults": 2, "leader_changes": 0, "failed_ops": 3, "bit": True, "note": None}),
+    ({"fault_log": {"faults": [FAULT]}, "client_outcomes": {"ok": 90, "fail": 7, "info": 0},
+      "directed_read_refusals": 7}, QUIET,
+     {"faults": 1, "leader_changes": 0, "failed_ops": 0, "bit": False, "note": NO_BITE}),
     ({"fault_log": {"faults": []}, "client_outcomes": {"ok": 90, "fail": 0, "info": 0}}, QUIET, None),
     ({}, QUIET, None),
     ({"fault_log": {"faults": [FAULT]}}, None, None),
-], ids=["no-bite", "leader-changed", "consume-failed", "ops-while-faulted", "no-faults", "no-fault-log",
+], ids=["no-bite", "leader-changed", "consume-failed", "ops-while-faulted", "refusals-only", "no-faults",
+        "no-fault-log",
         "no-events"])
 def test_the_faults_bit_when_a_leader_changed_or_an_op_failed(test, found, expected):
     assert bite(test, found) == expected
