@@ -13,6 +13,9 @@ from __future__ import annotations
 from harness.mutants.model import Edit, Mutant
 
 LONG = ("--time-limit", "60")  # as long as the default run: a nightly runs a few of these
+# DLedger's own timing (6 s failover): a crash-restart (about a second) lands inside the election
+# its death started, where a forgotten vote or a re-led term can do harm
+SLOW_ELECTIONS = ("--timing", "dledger")
 LEASE = ("--read-mode", "lease")
 # simulate-many flags aimed at a kind of bug (beyond the default rotation)
 CHURN = ("--nodes", "3", "--mixes", "leaderkill,crash,leadercrash", "--steps", "8000")  # leaders die young
@@ -48,19 +51,19 @@ _ELECTION: tuple[Mutant, ...] = (
         "A node grants a vote without saving it, so after a restart it can vote again in the same term.",
         (Edit("core.py", "self.vote_for = req.candidate\n            self._persist()",
               "self.vote_for = req.candidate"),),
-        ("--nodes", "3", "--nemesis", "bounce,kill", *LONG),
+        ("--nodes", "3", *SLOW_ELECTIONS, "--nemesis", "bounce,kill", *LONG),
     ),
     Mutant(
         "vote-saved-only-on-term-change", "election",
         "The term file is rewritten only when the term changes, so a vote for another node is never saved.",
         (Edit("driver.py", "if state != self._persisted:", "if state.term != self._persisted.term:"),),
-        ("--nodes", "3", "--nemesis", "bounce,kill", *LONG),
+        ("--nodes", "3", *SLOW_ELECTIONS, "--nemesis", "bounce,kill", *LONG),
     ),
     Mutant(
         "vote-twice-in-term", "election",
         "A node that already voted in a term votes again for another candidate while it knows no leader.",
         (Edit("election.py", "            return VoteResult.REJECT_ALREADY_VOTED, None\n", ""),),
-        ("--nodes", "3", "--nemesis", "bounce,partition", *LONG),
+        ("--nodes", "3", *SLOW_ELECTIONS, "--nemesis", "bounce,partition", *LONG),
     ),
     Mutant(
         "vote-for-older-term", "election",
@@ -87,7 +90,7 @@ _ELECTION: tuple[Mutant, ...] = (
         "releads-term-after-restart", "election",
         "A node that voted for itself and restarts campaigns again in the same term, as DLedger does.",
         (Edit("core.py", "ParseResult.WAIT_TO_VOTE_NEXT if vote == node_id else ", ""),),
-        ("--nemesis", "bounce,power-loss", *LONG),
+        (*SLOW_ELECTIONS, "--nemesis", "bounce,power-loss", *LONG),
     ),
     Mutant(
         "releads-term-after-step-down", "election",
