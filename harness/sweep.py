@@ -91,7 +91,7 @@ DLEDGER = (
     Cell("power-loss", "with sync flush every acknowledged entry was fsynced on a majority"),
     Cell("default", PAGE_CACHE, flush="async", time_limit=60),
     Cell("pause", RAFT),
-    Cell("all", RAFT, time_limit=40, extra=("--nemesis-interval", "3", "--nemesis-concurrency", "2")),
+    Cell("all", RAFT, time_limit=50, extra=("--nemesis-interval", "2.5", "--nemesis-concurrency", "2")),
     Cell("all", RAFT, nodes=5, time_limit=60,
          extra=("--nemesis-interval", "4", "--nemesis-concurrency", "2")),
     *(Cell(family, RAFT) for family in ("clock", "disk", "packet", "churn", "part-kill", "pause-kill",
