@@ -366,11 +366,15 @@ class Client:
         return reply
 
     def _discover(self, deadline: float, errors: dict[str, str]) -> None:
-        """Learn the leader through METADATA from the first node that knows one.
+        """Learn the leader through METADATA from the first node that names another one.
 
-        Each node gets a share of the call's time, so one paused node cannot use all of it.
+        A node that names only itself may be a leader cut off from the others that does not
+        know it yet (its writes would time out again): it is believed only when no other node
+        names a leader. Each node gets a share of the call's time, so one paused node cannot use
+        all of it.
         """
         share = self.timeout / (len(self.peers) + 1)
+        self_claim: str | None = None
         for node in self._order():
             try:
                 reply = self._conn(node).call(
@@ -381,8 +385,12 @@ class Client:
                     errors[node] = str(exc)
                 continue
             if isinstance(reply, MetadataResponse) and reply.leader in self.peers:
-                self.leader = reply.leader
-                return
+                if reply.leader != node:
+                    self.leader = reply.leader
+                    return
+                self_claim = node
+        if self_claim is not None:
+            self.leader = self_claim
 
     def _leader_call(self, request: Any, kind: type, deadline: float, idempotent: bool) -> tuple[str, Any]:
         """Send to the leader, following redirects and retrying while the outcome stays definite.

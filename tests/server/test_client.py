@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from nodes.client import Client, DefiniteFailure, IndeterminateFailure
+from nodes.clientapi import MetadataRequest
 from nodes.messages import AppendResponse, MetadataResponse, ReadResponse, ResponseCode
 from nodes.peers import Address
 from nodes.protocol import wire_codec
@@ -150,3 +152,20 @@ def test_metadata_learns_the_leader(fakes):
     with Client(peers, timeout=1) as client:
         assert client.metadata().term == 5
         assert client.leader is None  # n2 is not among the client's peers here
+
+
+def test_discovery_believes_another_node_before_a_node_that_names_itself(fakes):
+    """A leader cut off from its peers still names itself; a follower of the new leader knows better."""
+    def meta(leader):
+        return lambda req: (MetadataResponse(["n1", "n2", "n3"], leader, 5, "follower")
+                            if isinstance(req, MetadataRequest) else None)
+
+    peers = fakes(n1=meta("n1"), n2=meta("n3"), n3=meta("n3"))
+    for _ in range(10):  # the order of asking is random
+        with Client(peers, timeout=2) as client:
+            client._discover(time.monotonic() + 2, {})
+            assert client.leader == "n3"
+    alone = fakes(n1=meta("n1"), n2=lambda _req: CLOSE)
+    with Client(alone, timeout=2) as client:
+        client._discover(time.monotonic() + 2, {})
+        assert client.leader == "n1", "a self-claim is believed when nobody names another leader"
