@@ -25,8 +25,6 @@ from nodes.clock import OFFSET_FILE
 
 STROBE_PID = "/run/dledger-clock-strobe.pid"
 MODES = ("bump", "strobe")
-MAX_SKEW = Option("clock-max-skew-ms", "5000", "largest clock offset a clock fault (and stale-leader) "
-                  "applies, ms", parse=positive)
 
 
 
@@ -110,7 +108,7 @@ CLOCK = Family(
         targets_option("clock", "leader,one,minority"),
         Option("clock-modes", "bump,strobe", f"clock fault modes to draw from: {', '.join(MODES)}",
                choices=MODES, parse=comma_list),
-        MAX_SKEW,
+        Option("clock-max-skew-ms", "5000", "largest clock offset a clock fault applies, ms", parse=positive),
         Option("clock-strobe-ms", "100", "how long a strobing clock stays at each offset, ms",
                parse=positive),
     ),

@@ -38,7 +38,7 @@ from typing import Any
 
 from nemesis import grudge
 from nemesis.base import Family, Nodes, Option, comma_list, positive
-from nemesis.clock import MAX_SKEW, ClockFault
+from nemesis.clock import ClockFault
 from nemesis.partition import apply_grudge, clog, heal_all, lift_grudge, rules_left, unclog
 from nemesis.targets import choose
 
@@ -311,12 +311,15 @@ PART_KILL = Family(
 STALE_LEADER = Family(
     name="stale-leader", label="stale leader", start_f="start-stale-leader", stop_f="stop-stale-leader",
     make=lambda nodes, options: StaleLeaderFault(nodes, options["stale_leader_modes"],
-                                                 options["clock_max_skew_ms"]),
+                                                 options["stale_leader_ms"]),
     help="cut the leader off from its peers while clients still reach it, and keep it believing it "
          "leads: paused until the others elect, or its clock set back; heal the cut at stop",
     options=(Option("stale-leader-modes", "pause,clock",
                     f"how the leader is kept stale: {', '.join(STALE_MODES)}", choices=STALE_MODES,
-                    parse=comma_list), MAX_SKEW),
+                    parse=comma_list),
+             Option("stale-leader-ms", "12000", "clock mode: the leader's clock goes back a quarter to all "
+                    "of this, ms; its timers stay frozen that long (clients first time out on it, then "
+                    "write to the new leader while it is still stale)", parse=positive)),
     weight=0.5, needs=frozenset({"root", "iptables"}), steps_clocks=True)
 
 SWIZZLE_CLOG = Family(
