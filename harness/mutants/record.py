@@ -8,4 +8,7 @@ from __future__ import annotations
 CAUGHT_BY_CELL: dict[str, str] = {
     "vote-without-log-check": "invalid at seed 4242, 411d3ca (`hunt vote-without-log-check --runs cell "
                               "--run-seeds 1 --start 4242`)",
+    "read-index-unconfirmed": "invalid at seed 34002 (8 stale reads), after the client's discovery fix and "
+                              "--stale-leader-ms (`hunt read-index-unconfirmed --runs cell --run-seeds 1 "
+                              "--start 34002`)",
 }
