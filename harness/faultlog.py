@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.history import refused_by_non_leader
+
 SETTLE_S = 2.0
 NS = 1e9
 
@@ -127,8 +129,8 @@ def read_history(lines: Iterable[dict[str, Any]], vocabulary: dict[str, dict[str
                     outcomes.consumed.setdefault(op["value"]["consumer"], []).append(t)
                 elif op["type"] == "invoke":
                     outcomes.consumed.setdefault(op["value"]["consumer"], [])
-            elif op["type"] == "fail" and "at" in (op.get("value") or {}):
-                pass  # a read asked of one node that does not lead: refused whatever the faults
+            elif refused_by_non_leader(op["type"], op.get("value"), op.get("error")):
+                pass
             elif op["type"] != "invoke":
                 outcomes.by_type[op["type"]].append(t)
                 if op["type"] == "ok" and op["f"] == "append":

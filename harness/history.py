@@ -14,9 +14,20 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
+from nodes.messages import ResponseCode
+
 OpType = Literal["invoke", "ok", "fail", "info"]
 Process = int | str
 log = logging.getLogger("harness")
+
+
+NOT_LEADER = f"answered {ResponseCode.NOT_LEADER.name}"  # nodes.client's DefiniteFailure text
+
+
+def refused_by_non_leader(op_type: str, value: Any, error: str | None) -> bool:
+    """A read asked of one node (`"at"`) that refused it because it does not lead: what a
+    directed read meets whatever the faults, so not a fault's effect."""
+    return op_type == "fail" and isinstance(value, dict) and "at" in value and NOT_LEADER in (error or "")
 
 
 class History:
@@ -56,7 +67,7 @@ class History:
             del self._open[process]
             if isinstance(process, int):
                 (self.consumes if f == "consume" else self.counts)[op_type] += 1
-                if op_type == "fail" and isinstance(value, dict) and "at" in value:
+                if refused_by_non_leader(op_type, value, error):
                     self.refused_directed += 1
             return self._write(process, op_type, f, value, node, error)
 

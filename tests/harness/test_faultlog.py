@@ -45,12 +45,24 @@ def test_a_leader_kill_is_recorded_with_its_effects():
 def test_a_read_refused_by_the_one_node_it_asked_is_not_a_fault_effect():
     asked = {"from": 0, "to": 1, "at": "n3"}
     history = [op(1.0, "invoke", "nemesis", "kill"), op(1.1, "info", "nemesis", "kill", {"targets": ["n3"]}),
-               op(1.2, "invoke", 0, "read", asked), op(1.3, "fail", 0, "read", asked),
+               op(1.2, "invoke", 0, "read", asked), {**op(1.3, "fail", 0, "read", asked),
+                                                     "error": "n3 answered NOT_LEADER"},
                op(1.4, "invoke", 1, "read", asked), op(1.5, "info", 1, "read", asked),
                *client(1.6, 1.7, "fail", process=2), op(3.0, "invoke", "nemesis", "start"),
                op(3.1, "info", "nemesis", "start", {"targets": ["n3"]})]
     (kill,) = fault_log(history, VOCAB, [role(0.1, "n1", 1, "leader")], WALL)["faults"]
     assert kill["ops"] == {"ok": 0, "fail": 1, "info": 1}, "a directed read's NOT_LEADER refusal is left out"
+
+
+def test_a_directed_read_that_found_its_node_dead_is_a_fault_effect():
+    asked = {"from": 0, "to": 1, "at": "n3"}
+    history = [op(1.0, "invoke", "nemesis", "kill"), op(1.1, "info", "nemesis", "kill", {"targets": ["n3"]}),
+               op(1.2, "invoke", 0, "read", asked), {**op(1.3, "fail", 0, "read", asked),
+                                                     "error": "n3: connection refused"},
+               op(3.0, "invoke", "nemesis", "start"),
+               op(3.1, "info", "nemesis", "start", {"targets": ["n3"]})]
+    (kill,) = fault_log(history, VOCAB, [role(0.1, "n1", 1, "leader")], WALL)["faults"]
+    assert kill["ops"]["fail"] == 1
 
 
 def test_a_follower_fault_that_moved_nothing_says_so():

@@ -77,3 +77,14 @@ def test_concurrent_writers_never_interleave_lines(tmp_path):
     ops = lines(path)
     assert len(ops) == 8 * 200 * 2
     assert [op["index"] for op in ops] == list(range(len(ops)))
+
+
+def test_only_not_leader_refusals_of_directed_reads_are_counted_apart(tmp_path):
+    asked = {"from": 0, "to": 1, "at": "n3"}
+    with History(tmp_path / "h.jsonl") as h:
+        for process, value, error in ((0, asked, "n3 answered NOT_LEADER"),
+                                      (1, asked, "n3: connection refused"),
+                                      (2, {"from": 0, "to": 1}, "n1 answered NOT_LEADER")):
+            h.invoke(process, "read", value)
+            h.complete(process, "fail", "read", value, error=error)
+    assert h.counts["fail"] == 3 and h.refused_directed == 1
