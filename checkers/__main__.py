@@ -7,6 +7,7 @@ from nodes.cliparse import run_subcommands
 COMMANDS = {
     "check": "checkers.checkcli",
     "serve": "checkers.service",
+    "import": "checkers.importcli",
 }
 
 if __name__ == "__main__":

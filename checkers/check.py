@@ -27,7 +27,7 @@ from checkers.preload import PRELOADED, Loaded
 from checkers.replicas import load_stores, replica_disagreement, replica_flags
 from checkers.spark import session, shuffle_partitions_for
 from checkers.tables import Tables
-from checkers.verdict import INFORMATIONAL, NEEDS_FINAL_LOG, decide
+from checkers.verdict import INFORMATIONAL, decide, undecided
 
 
 class Pass(Protocol):
@@ -43,6 +43,7 @@ EXACT: tuple[Pass, ...] = (
     durability.divergence,
     durability.hole,
     durability.uncommitted_read,
+    durability.malformed_answer,
     realtime.time_order,
     realtime.future_read,
 )
@@ -78,6 +79,7 @@ def check_many(
     screen's findings from them when it ran already (`preload`).
     """
     started = time.monotonic()
+    lost_where: dict[int, dict[str, int]] = {}
     partitions = shuffle_partitions_for(_input_bytes(dirs), spark.sparkContext.defaultParallelism)
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     loaded = loaded or Loaded()
@@ -94,7 +96,8 @@ def check_many(
         except BaseException:
             history.unpersist()
             raise
-        tables = Tables(history, finals)
+        linearizable = frozenset(hid for hid, d in enumerate(dirs) if d.linearizable_reads)
+        tables = Tables(history, finals, linearizable)
         try:
             ready = time.monotonic()
             consumed = history.consumed
@@ -110,9 +113,12 @@ def check_many(
                     *[run(tables) for run in EXACT],
                     replica_disagreement(load_stores(spark, dirs), finals),
                     *([consumers.checks(tables)] if consumed else []),
+                    *([realtime.stale_by_id(tables)] if history.whole_reads else []),
                 ]
                 found = _merged(collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses),
                                 elections.result())
+                if any("lost" in checks for checks in found.values()):
+                    lost_where = durability.lost_where(tables)
         finally:
             tables.unpersist()
     timing = {
@@ -127,7 +133,7 @@ def check_many(
     }
     results = []
     for hid, layout in enumerate(dirs):
-        undecidable, notes = _undecidable(layout, finals.ends.get(hid, {}))
+        undecidable, not_applicable, notes = _undecidable(layout, finals.ends.get(hid, {}))
         stats = {
             **history.stats.get(hid, {}),
             "final_log_ends": finals.ends.get(hid, {}),
@@ -137,7 +143,15 @@ def check_many(
         }
         if layout.fault_log is not None:
             stats["faults"] = layout.fault_log
-        verdict = decide(found.get(hid, {}), undecidable, layout.read_mode, stats, [*layout.notes, *notes])
+        present = frozenset(["history", *(["final-logs"] if hid in finals.longest else []),
+                             *(["events"] if layout.event_logs() else []),
+                             *(["stores"] if layout.store_dirs() else [])])
+        verdict = decide(found.get(hid, {}), undecidable, layout.read_mode, stats, [*layout.notes, *notes],
+                         not_applicable, present)
+        if hid in lost_where:
+            verdict["checks"]["lost"]["where"] = lost_where[hid]
+        if layout.source is not None:
+            verdict["source"] = layout.source
         results.append({**verdict, **summaries[hid].result()})
     return results
 
@@ -174,32 +188,38 @@ def _input_bytes(dirs: list[ResultsDir]) -> int:
     )
 
 
-def _undecidable(layout: ResultsDir, ends: dict[str, int]) -> tuple[dict[str, str], list[str]]:
-    """Checks this folder gives nothing to decide on (check -> why), and notes for people."""
-    why: dict[str, str] = {}
+def _undecidable(
+    layout: ResultsDir, ends: dict[str, int]
+) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """Checks this folder gives nothing to decide on (check -> why), checks that do not apply
+    to it (check -> why), and notes for people."""
+    missing: dict[str, str] = {}
     notes: list[str] = []
     if not ends:
-        why.update(dict.fromkeys(NEEDS_FINAL_LOG, "no final logs (final/<node>.jsonl)"))
-    missing = layout.missing_final_logs()
-    if missing:
-        notes.append(f"no final log for {len(missing)} node(s): {', '.join(missing)}")
+        missing["final-logs"] = "no final logs (final/<node>.jsonl)"
+    if not layout.event_logs():
+        missing["events"] = "no events (nodes/<node>/events.jsonl)"
+    stores = layout.store_dirs()
+    if not stores:
+        missing["stores"] = "no store files collected (nodes/<node>/data/)"
+    why, not_applicable = undecided(layout.inputs, missing)
+    if "final-logs" not in layout.inputs:
+        return why, not_applicable, notes
+    missing_logs = layout.missing_final_logs()
+    if missing_logs:
+        notes.append(f"no final log for {len(missing_logs)} node(s): {', '.join(missing_logs)}")
         if ends and len(ends) < layout.cluster_size() // 2 + 1:
             why["lost"] = why["consumed-then-lost"] = (
                 f"final logs of {len(ends)} of {layout.cluster_size()} nodes: fewer than a "
                 "majority, a committed entry may be only on the missing nodes"
             )
-    if not layout.event_logs():
-        why["election-safety"] = "no events (nodes/<node>/events.jsonl)"
-    stores = layout.store_dirs()
-    if not stores:
-        why["replica-disagreement"] = "no store files collected (nodes/<node>/data/)"
-    elif not ends:
+    if stores and not ends and "replica-disagreement" not in not_applicable:
         why["replica-disagreement"] = "no final logs to tell which store entries were committed"
-    elif set(stores) - set(ends):
+    elif stores and set(stores) - set(ends):
         notes.append(
             f"store files without a final log, not compared: {', '.join(sorted(set(stores) - set(ends)))}"
         )
-    return why, notes
+    return why, not_applicable, notes
 
 
 def internal_error(e: Exception, master: str) -> str:

@@ -25,7 +25,7 @@ from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructField, StructType
 
-from checkers.jsonlines import NEMESIS, OP_TYPES, HistoryValidator
+from checkers.jsonlines import CLIENT_FS, NEMESIS, OP_TYPES, HistoryValidator
 from checkers.layout import ResultsDir
 from checkers.sources import CORRUPT, SourceFile, expected_torn_lines, raise_first_problem, read_jsonl
 
@@ -95,14 +95,19 @@ class History:
         cmp_time, ack_index, ack_term, p_ack, p_seen (status is info for an invoke that
         never completed).
     reads (ok reads only): hid, rid (the invoke's index), process, node, inv_time, cmp_index,
-        cmp_time, rfrom, rto, commit_index, seen_max (highest index seen, null if none),
-        k (seen_max, or rfrom - 1), gap (the read's entries skip an index of rfrom..k),
-        uncommitted (it saw an index past the commit index it reported),
-        p_ack, p_seen.
+        cmp_time, rfrom (0 when not given), rto (null: to the log's end), whole (the invoke
+        asked for the log to its end), commit_index, seen_max (highest index seen, null if
+        none), k (seen_max, or rfrom - 1), gap (the read's entries skip an index of rfrom..k),
+        uncommitted (it saw an index past the commit index it reported), malformed (its
+        entries contradict its range, `contradicts`), covers (the indexes it speaks for,
+        `covers`), p_ack, p_seen.
     read_entries: hid, rid, log_index, id.
     consumes (ok consumes only): hid, cid (the invoke's index), consumer, process, node (the
         completion's, else the invoke's), inv_time, cmp_index, cmp_time, cfrom, cto, offset,
-        entries (as read: [[log_index, id], ...]).
+        entries (as read: [[log_index, id], ...]), malformed (`contradicts`), covers (`covers`).
+    observed: hid, op (the invoke's index), log_index, id: the entries that fail and info
+        completions of reads and consumes carried (what the system returned anyway): seen,
+        bound to no moment.
 
     p_ack and p_seen are the real-time prefixes at the op's invoke: the highest index
     acknowledged to an ok append, and the highest index an ok read saw, among the ops that
@@ -113,9 +118,15 @@ class History:
     reads: DataFrame
     read_entries: DataFrame
     consumes: DataFrame
+    observed: DataFrame
     stats: dict[int, dict[str, Any]]
     cached: list[DataFrame]
     lines: int
+
+    @property
+    def whole_reads(self) -> bool:
+        """Whether any history reads the whole log (then the stale-read rule by id runs)."""
+        return any(s.get("whole_log_reads") for s in self.stats.values())
 
     @property
     def consumed(self) -> bool:
@@ -148,10 +159,10 @@ def _bad_line() -> Column:
         | F.col("process").isNull()
         | F.col("f").isNull()
         | (client & F.col("process").cast("long").isNull())
+        | (client & F.col("f").isin(*CLIENT_FS) & F.col("value").isNull())
         | (client & is_append & invoke & F.col("id").isNull())
-        | (client & is_append & ok & F.col("log_index").isNull())
-        | (client & is_read & invoke & (F.col("rfrom").isNull() | F.col("rto").isNull()))
         | (client & is_read & ok & bad_entries)
+        | (client & (is_read | is_consume) & ~invoke & ~ok & F.col("entries").isNotNull() & bad_entries)
         | (client & is_consume & invoke & (F.col("consumer").isNull() | F.col("rfrom").isNull()))
         | (client & is_consume & ok & (bad_entries | F.col("offset").isNull())),
         F.lit(True),
@@ -160,6 +171,24 @@ def _bad_line() -> Column:
 
 def _entry_indexes(entries: Column) -> Column:
     return F.transform(entries, lambda e: e[0].cast("long"))
+
+
+def covers(indexes: Column, first: Column) -> Column:
+    """The log indexes an answer pulled from `first` speaks for: `first` to the highest index it
+    returned, gaps included (its entries skip them: they are not there); only its own indexes
+    when that span is far longer than its entries (a broken answer must not explode)."""
+    top = F.array_max(indexes)
+    spans = (top >= first) & (top - first < F.size(indexes) * 4 + 64)
+    return F.when(F.coalesce(spans, F.lit(False)), F.sequence(first, top)).otherwise(indexes)
+
+
+def contradicts(indexes: Column, first: Column, last: Column) -> Column:
+    """An answer's entry indexes contradict its request `[first, last]` (`last` null: to the
+    log's end): out of order or repeated, outside the range, or `last` before `first - 1`."""
+    unordered = (F.array_sort(indexes) != indexes) | (F.size(F.array_distinct(indexes)) != F.size(indexes))
+    top = F.coalesce(last, F.lit(1 << 62))
+    outside = F.exists(indexes, lambda i: (i < first) | (i > top))
+    return F.coalesce(unordered | outside | F.coalesce(last < first - 1, F.lit(False)), F.lit(False))
 
 
 def _lines(spark: SparkSession, files: list[SourceFile], bucket_lines: int) -> DataFrame:
@@ -314,8 +343,8 @@ def load_history(spark: SparkSession, dirs: list[ResultsDir], *, bucket_lines: i
     return History(*_ops(good), stats=stats, cached=[edge, kept], lines=lines)
 
 
-def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame, DataFrame]:
-    """appends, reads, read_entries and consumes from the paired, validated invokes."""
+def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame, DataFrame, DataFrame]:
+    """appends, reads, read_entries, consumes and observed from the paired, validated invokes."""
     done, ok = F.col("done"), F.col("next_type") == "ok"
     appends = good.where(F.col("f") == "append").select(
         "hid",
@@ -342,8 +371,9 @@ def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame, DataFrame]:
         F.col("time").alias("inv_time"),
         F.col("next_index").alias("cmp_index"),
         F.col("next_time").alias("cmp_time"),
-        F.coalesce("next_rfrom", "rfrom").alias("rfrom"),
+        F.coalesce("next_rfrom", "rfrom", F.lit(0)).alias("rfrom"),
         F.coalesce("next_rto", "rto").alias("rto"),
+        F.col("rto").isNull().alias("whole"),
         F.col("next_commit_index").alias("commit_index"),
         F.col("next_c_seen").alias("seen_max"),
         indexes.alias("_indexes"),
@@ -360,6 +390,8 @@ def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame, DataFrame]:
             )
             < F.col("k") - F.col("rfrom") + 1,
         )
+        .withColumn("malformed", contradicts(F.col("_indexes"), F.col("rfrom"), F.col("rto")))
+        .withColumn("covers", covers(F.col("_indexes"), F.col("rfrom")))
         .drop("_indexes")
     )
     read_entries = ok_reads.select(
@@ -378,8 +410,15 @@ def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame, DataFrame]:
         F.col("next_rto").alias("cto"),
         F.col("next_offset").alias("offset"),
         F.col("next_entries").alias("entries"),
-    )
-    return appends, reads, read_entries, consumes
+    ).withColumns({
+        "malformed": contradicts(_entry_indexes(F.col("entries")), F.col("cfrom"), F.col("cto")),
+        "covers": covers(_entry_indexes(F.col("entries")), F.col("cfrom")),
+    })
+    failed = good.where(F.col("f").isin("read", "consume") & F.col("next_type").isin("fail", "info"))
+    observed = failed.where(F.col("next_entries").isNotNull()).select(
+        "hid", F.col("index").alias("op"), F.explode("next_entries").alias("e")
+    ).select("hid", "op", F.col("e")[0].cast("long").alias("log_index"), F.col("e")[1].alias("id"))
+    return appends, reads, read_entries, consumes, observed
 
 
 def _summary(events: DataFrame, bucket_lines: int) -> list[Row]:
@@ -416,6 +455,7 @@ def _summary(events: DataFrame, bucket_lines: int) -> list[Row]:
             count(~client & is_invoke).alias("nemesis_ops"),
             count(client & is_invoke & (F.col("f") == "append")).alias("appends"),
             count(client & is_invoke & (F.col("f") == "read")).alias("reads"),
+            count(client & is_invoke & (F.col("f") == "read") & F.col("rto").isNull()).alias("whole_reads"),
             count(client & is_invoke & (F.col("f") == "consume")).alias("consumes"),
             (count(client & ~is_invoke) + count(client & both)).alias("completions"),
             F.max(F.greatest(time, F.when(both, F.col("next_time")))).alias("duration_ns"),
@@ -488,6 +528,7 @@ def _validate(rows: list[Row], files: list[SourceFile]) -> tuple[dict[int, dict[
             "nemesis_ops": a.get("nemesis_ops", 0),
             "append_ops": a.get("appends", 0),
             "read_ops": a.get("reads", 0),
+            "whole_log_reads": a.get("whole_reads", 0),
             "consume_ops": a.get("consumes", 0),
             "client_completions": a.get("completions", 0),
             "duration_ns": a.get("duration_ns"),

@@ -143,16 +143,18 @@ def _client_value_problem(record: dict[str, Any]) -> str | None:
         return None
     if not isinstance(value, dict):
         return f"a client {f} needs an object `value`"
+    if f != "append" and kind in ("fail", "info") and "entries" in value:
+        return _entries_problem(f, value["entries"])
     if f == "append":
         if kind == "invoke" and not isinstance(value.get("id"), str):
             return "an append invoke needs a string value.id"
-        if kind == "ok" and not _is_int(value.get("log_index")):
-            return "an ok append needs an integer value.log_index"
+        if kind == "ok" and "log_index" in value and not _is_int(value["log_index"]):
+            return "an ok append's value.log_index, when given, must be an integer"
         return None
     if f == "consume":
         return _consume_problem(kind, value)
-    if kind == "invoke" and not (_is_int(value.get("from")) and _is_int(value.get("to"))):
-        return "a read invoke needs integer value.from and value.to"
+    if kind == "invoke" and any(key in value and not _is_int(value[key]) for key in ("from", "to")):
+        return "a read invoke's value.from and value.to, when given, must be integers"
     if kind == "ok":
         return _entries_problem("read", value.get("entries"))
     return None

@@ -9,7 +9,9 @@ from typing import Any
 
 from checkers.jsonlines import InputError
 
-LINEARIZABLE_MODES = ("mixed", "read-index", "lease")  # mixed: each read one of the two
+LINEARIZABLE_MODES = ("mixed", "read-index", "lease", "linearizable")  # mixed: each read one of the two
+# What a results folder may hold as evidence; a check needs some of it (`verdict.Check`).
+INPUTS = ("history", "final-logs", "events", "stores")
 PREFIX_MODES = ("committed", "follower", "unsafe")
 DEFAULT_READ_MODE = "read-index"
 
@@ -24,6 +26,8 @@ class ResultsDir:
     node_count: int | None = None
     notes: tuple[str, ...] = field(default=())
     fault_log: dict[str, Any] | None = None  # test.json's record of what each fault did
+    inputs: frozenset[str] = frozenset(INPUTS)  # the evidence the folder holds by design
+    source: dict[str, Any] | None = None  # test.json's `source`: where an imported history came from
 
     @classmethod
     def open(cls, path: Path | str) -> ResultsDir:
@@ -43,7 +47,9 @@ class ResultsDir:
             modes = ", ".join(LINEARIZABLE_MODES + PREFIX_MODES)
             raise InputError(f"{path / 'test.json'}: read_mode {mode!r} is not one of {modes}")
         names, count = _declared_nodes(test)
-        return cls(path, mode, names, count, tuple(notes), test.get("fault_log"))
+        inputs = _inputs(path, test, names or count)
+        source = test.get("source") if isinstance(test.get("source"), dict) else None
+        return cls(path, mode, names, count, tuple(notes), test.get("fault_log"), inputs, source)
 
     @property
     def history(self) -> Path:
@@ -97,6 +103,30 @@ def read_json_object(path: Path) -> dict[str, Any] | None:
     if not isinstance(found, dict):
         raise InputError(f"{path}: must hold a JSON object")
     return found
+
+
+def _inputs(path: Path, test: dict[str, Any], cluster: Any) -> frozenset[str]:
+    """The evidence the folder holds by design: test.json's `inputs`; else every kind for a
+    cluster's run (test.json names its nodes), else the history and whatever else is there.
+
+    A check whose inputs are absent by design is "not applicable"; one whose inputs should be
+    there and are not is "unknown".
+    """
+    declared = test.get("inputs")
+    if declared is not None:
+        if not (isinstance(declared, list) and set(declared) <= set(INPUTS) and "history" in declared):
+            raise InputError(
+                f"{path / 'test.json'}: inputs must be a list of {', '.join(INPUTS)} holding history"
+            )
+        return frozenset(declared)
+    if cluster:
+        return frozenset(INPUTS)
+    present = {
+        "final-logs": (path / "final").is_dir(),
+        "events": any((path / "nodes").glob("*/events.jsonl")),
+        "stores": any(p.is_dir() for p in (path / "nodes").glob("*/data")),
+    }
+    return frozenset(["history", *(name for name, there in present.items() if there)])
 
 
 def _declared_nodes(test: dict[str, Any]) -> tuple[tuple[str, ...], int | None]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from checkers.jsonlines import HistoryValidator, event_line_problem, final_line_problem, iter_jsonl
 from checkers.layout import ResultsDir
-from checkers.verdict import NEEDS_FINAL_LOG, decide
+from checkers.verdict import decide, undecided
 
 NOOP = "\u0000noop"
 
@@ -56,15 +56,41 @@ class Op:
 
     @property
     def k(self) -> int:
-        return self.seen_max if self.seen_max is not None else self.value["from"] - 1
+        return self.seen_max if self.seen_max is not None else self.rfrom - 1
 
     @property
-    def rto(self) -> int:
-        return self.result.get("to", self.value["to"])
+    def rto(self) -> int | None:
+        """The last index it answers for; None: to the log's end."""
+        return self.result.get("to", self.value.get("to"))
 
     @property
     def rfrom(self) -> int:
-        return self.result.get("from", self.value["from"])
+        return self.result.get("from", self.value.get("from", 0))
+
+    @property
+    def whole(self) -> bool:
+        """A read of the whole log from 0."""
+        return "to" not in self.value and self.value.get("from", 0) <= 0
+
+    def covers(self, p: int) -> bool:
+        """It speaks for index `p` (see `checkers.history.covers`)."""
+        indexes = [i for i, _ in self.entries]
+        top = max(indexes, default=None)
+        if top is not None and 0 <= top - self.rfrom < len(indexes) * 4 + 64:
+            return self.rfrom <= p <= top
+        return p in indexes
+
+    @property
+    def malformed(self) -> bool:
+        """Its entries contradict its request: out of order or repeated, outside [from, to], or
+        `to` before from - 1."""
+        indexes = [i for i, _ in self.entries]
+        top = math.inf if self.rto is None else self.rto
+        return (
+            indexes != sorted(set(indexes))
+            or any(i < self.rfrom or i > top for i in indexes)
+            or (self.rto is not None and self.rto < self.rfrom - 1)
+        )
 
     @property
     def consumer(self) -> int:
@@ -79,6 +105,7 @@ class Run:
     appends: list[Op]
     reads: list[Op]  # ok reads
     consumes: list[Op]  # ok consumes, in history order
+    observed: list[Op]  # fail and info reads and consumes that carried entries
     finals: dict[str, dict[int, str | None]]  # node -> log_index -> id
     leaders: dict[int, set[str]]  # term -> claimed leaders
 
@@ -124,7 +151,45 @@ def load(results_dir: Path | str) -> Run:
             elif e.get("role") and e.get("leader") is not None:
                 leaders[e["term"]].add(e["leader"])
     ok_consumes = [c for c in consumes if c.type == "ok"]
-    return Run(layout, appends, [r for r in reads if r.type == "ok"], ok_consumes, finals, leaders)
+    observed = [op for op in reads + consumes if op.type in ("fail", "info") and "entries" in op.result]
+    return Run(layout, appends, [r for r in reads if r.type == "ok"], ok_consumes, observed, finals, leaders)
+
+
+def _history_lost(run: Run, ok: list[Op]) -> set[str]:
+    """Acknowledged appends that the history shows lost (see `checkers.durability.covered`)."""
+    ops = run.reads + run.consumes
+    whole = [r.inv_index for r in run.reads if r.whole] if run.layout.linearizable_reads else []
+    lost = set()
+    for a in ok:
+        holding = [op for op in ops + run.observed if any(x == a.id for _, x in op.entries)]
+        last_seen = max((op.inv_index for op in holding), default=None)
+        p = a.result.get("log_index")
+        if p is None:
+            p = min((i for op in holding for i, x in op.entries if x == a.id), default=None)
+        entry_cover = max((op.inv_index for op in ops if any(i == p for i, _ in op.entries)), default=None)
+        if p is None:
+            past = max(whole, default=None)
+        else:
+            past = max((op.inv_index for op in ops if op.covers(p)), default=None)
+        replaced = (
+            entry_cover is not None
+            and entry_cover > a.cmp_index
+            and (-1 if last_seen is None else last_seen) < entry_cover
+        )
+        never_seen = last_seen is None and past is not None and past > a.cmp_index
+        if replaced or never_seen:
+            lost.add(a.id)
+    return lost
+
+
+def _stale(run: Run, ok: list[Op], r: Op) -> bool:
+    """A read that misses an index acknowledged before it, or (reading the whole log) an id."""
+    top = max((a.result["log_index"] for a in ok if "log_index" in a.result and a.done_time < r.inv_index),
+              default=-math.inf)
+    if min(top, math.inf if r.rto is None else r.rto) > r.k:
+        return True
+    held = {x for _, x in r.entries}
+    return r.whole and any(a.done_time < r.inv_index and a.id not in held for a in ok)
 
 
 def _checks(run: Run) -> dict[str, int]:
@@ -136,41 +201,50 @@ def _checks(run: Run) -> dict[str, int]:
     for i, x in sorted((log or {}).items()):
         if x is not None:
             pos.setdefault(x, i)
-    claims = [(i, x, "read") for r in run.reads for i, x in r.entries]
+    seen = [(i, x) for op in run.reads + run.consumes for i, x in op.entries]
+    observed = seen + [(i, x) for op in run.observed for i, x in op.entries]
+    claims = [(i, x, "seen") for i, x in seen]
+    claims += [(i, x, "observed") for op in run.observed for i, x in op.entries]
     claims += [(i, x, node) for node, entries in run.finals.items() for i, x in entries.items()]
     named = [(i, x) for i, x, _ in claims if x is not None]
     counts: dict[str, int] = {}
+    lost = _history_lost(run, ok) - set(pos)  # the final log, read last, is the last cover
     if log is not None:
         must = {a.id for a in ok} | {x for r in run.reads for _, x in r.entries if x is not None}
-        counts["lost"] = len(must - set(pos))
+        lost |= must - set(pos)
+    counts["lost"] = len(lost)
     counts["recovered"] = sum(1 for a in run.appends if a.type == "info" and a.id in pos)
-    counts["aborted-read"] = len({x for _, x in named if x in by_id and by_id[x].type == "fail"})
+    answered = [(i, x) for i, x, source in claims if x is not None and source != "observed"]
+    counts["aborted-read"] = len({x for _, x in answered if x in by_id and by_id[x].type == "fail"})
     counts["phantom"] = len({x for _, x in named if x not in by_id})
     at: dict[str, set[int]] = defaultdict(set)
     for i, x in named:
         at[x].add(i)
     counts["duplicate"] = sum(1 for indexes in at.values() if len(indexes) > 1)
     held: dict[int, set[str]] = defaultdict(set)
-    for i, x, _ in claims + [(a.result["log_index"], a.id, "ack") for a in ok]:
+    acked = [a for a in ok if "log_index" in a.result]
+    for i, x, _ in claims + [(a.result["log_index"], a.id, "ack") for a in acked]:
         held[i].add(NOOP if x is None else x)
     counts["divergence"] = sum(1 for ids in held.values() if len(ids) > 1)
     counts["index-mismatch"] = sum(
-        1 for a in ok if a.id in pos and (log or {}).get(a.result["log_index"]) != a.id
+        1
+        for a in acked
+        if (a.id in pos and (log or {}).get(a.result["log_index"]) != a.id)
+        or any(x == a.id and i != a.result["log_index"] for i, x in observed)
     )
-    landed = [a for a in run.appends if a.id in pos]
+    known = dict(pos)
+    for a in acked:
+        known.setdefault(a.id, a.result["log_index"])
+    for i, x in sorted(seen, key=lambda e: e[0]):
+        if x in by_id:
+            known.setdefault(x, i)
+    placed = [a for a in run.appends if a.id in known]
     counts["realtime-reorder"] = sum(
         1
-        for b in landed
-        if any(a.type == "ok" and a.done_time < b.inv_index and pos[a.id] > pos[b.id] for a in landed)
+        for b in placed
+        if any(a.type == "ok" and a.done_time < b.inv_index and known[a.id] > known[b.id] for a in placed)
     )
-    counts["stale-read"] = sum(
-        1
-        for r in run.reads
-        if min(
-            max((a.result["log_index"] for a in ok if a.done_time < r.inv_index), default=-math.inf), r.rto
-        )
-        > r.k
-    )
+    counts["stale-read"] = sum(1 for r in run.reads if _stale(run, ok, r))
     counts["nonmonotonic-read"] = sum(
         1
         for r in run.reads
@@ -179,7 +253,7 @@ def _checks(run: Run) -> dict[str, int]:
                 (e.seen_max for e in run.reads if e.seen_max is not None and e.done_time < r.inv_index),
                 default=-math.inf,
             ),
-            r.rto,
+            math.inf if r.rto is None else r.rto,
         )
         > r.k
     )
@@ -188,7 +262,10 @@ def _checks(run: Run) -> dict[str, int]:
         for r in run.reads
         if r.seen_max is not None
         and any(by_id[x].inv_index > r.done_time for x in _seen_ids(r, log) if x in by_id)
+    ) + sum(
+        1 for c in run.consumes if any(x in by_id and by_id[x].inv_index > c.done_time for _, x in c.entries)
     )
+    counts["malformed-answer"] = sum(1 for op in run.reads + run.consumes if op.malformed)
     counts["uncommitted-read"] = sum(
         1 for r in run.reads
         if r.seen_max is not None and r.result.get("commit_index") is not None
@@ -254,14 +331,16 @@ def reference_check(results_dir: Path | str) -> dict[str, Any]:
     """
     run = load(results_dir)
     counts = _checks(run)
-    why: dict[str, str] = {}
+    missing: dict[str, str] = {}
     if run.cluster is None:
-        why.update(dict.fromkeys(NEEDS_FINAL_LOG, "no final logs"))
+        missing["final-logs"] = "no final logs"
     if not run.leaders and not run.layout.event_logs():
-        why["election-safety"] = "no events"
-    why["replica-disagreement"] = "not checked by the reference checker"
+        missing["events"] = "no events"
+    why, not_applicable = undecided(run.layout.inputs, missing)
+    if "replica-disagreement" not in not_applicable:
+        why["replica-disagreement"] = "not checked by the reference checker"
     found = {name: (n, []) for name, n in counts.items() if n}
-    return decide(found, why, run.layout.read_mode, {}, [])
+    return decide(found, why, run.layout.read_mode, {}, [], not_applicable)
 
 
 def linearizable(results_dir: Path | str, limit: int = 2_000_000) -> bool | None:
@@ -270,7 +349,9 @@ def linearizable(results_dir: Path | str, limit: int = 2_000_000) -> bool | None
     Model: one log; an append adds its id at the end (an ok append at its acknowledged
     index); an ok read returns the log's entries in its range; the cluster's final log is
     the log at the end, so appends in it must take effect and others must not; no-ops of
-    the final log take effect whenever they are next. None without a final log, or when
+    the final log take effect whenever they are next. A consume is a statement of what the
+    log held, bound to no moment (a consumer may read a lagging replica): its entries must be
+    the final log's, of appends invoked before it returned. None without a final log, or when
     the search visits more than `limit` states.
     """
     run = load(results_dir)
@@ -279,6 +360,11 @@ def linearizable(results_dir: Path | str, limit: int = 2_000_000) -> bool | None
         return None
     final = [log.get(i, NOOP + "hole") for i in range(max(log, default=-1) + 1)]
     in_log = set(final)
+    invoked = {a.id: a.inv_index for a in run.appends}
+    for c in run.consumes:
+        for i, x in c.entries:
+            if not 0 <= i < len(final) or final[i] != x or invoked.get(x, -1) > c.done_time:
+                return False
     ops = [a for a in run.appends if a.id in in_log or a.type == "ok"] + run.reads
     if any(a.type == "fail" for a in ops):
         return False
@@ -308,9 +394,14 @@ def linearizable(results_dir: Path | str, limit: int = 2_000_000) -> bool | None
                 if (
                     length < len(final)
                     and final[length] == op.id
-                    and (op.type != "ok" or op.result["log_index"] == length)
+                    and (op.type != "ok" or op.result.get("log_index", length) == length)
                 ):
                     stack.append((mask | 1 << i, length + 1))
-            elif sorted(op.entries) == [(j, final[j]) for j in range(op.rfrom, min(op.rto, length - 1) + 1)]:
+            elif op.entries == [(j, final[j]) for j in range(op.rfrom, _top(op, length) + 1)]:
                 stack.append((mask | 1 << i, length))
     return False
+
+
+def _top(read: Op, length: int) -> int:
+    """The last index of a log of `length` entries that `read` answers for."""
+    return length - 1 if read.rto is None else min(read.rto, length - 1)

@@ -20,13 +20,13 @@ from checkers.nodeseries import NodeSeries, read_node_series
 from checkers.optimeline import write_timeline
 from checkers.plots import draw_plots
 from checkers.timeline import timeline_of
-from checkers.verdict import REGISTRY
+from checkers.verdict import NOT_APPLICABLE, REGISTRY
 from checkers.witnesses import HISTORY_KEYS, HistoryLookup, final_entries, log_indexes, named, witness_views
 from nodes.coverage import RULES
 
 ABOUT = {c.name: c.about for c in REGISTRY}  # what each check looks for
-WORDS = {True: "valid", False: "invalid", "unknown": "unknown"}
-ORDER = ("invalid", "unknown", "allowed", "valid", "info")  # how the checks table is sorted
+WORDS = {True: "valid", False: "invalid", "unknown": "unknown", NOT_APPLICABLE: "not-applicable"}
+ORDER = ("invalid", "unknown", "allowed", "valid", "info", "not-applicable")  # the checks table's order
 SUMMARY_KEYS = (
     "nodes",
     "time_limit",
@@ -139,6 +139,8 @@ def _verdict(results: dict[str, Any] | None, linearizable: bool) -> dict[str, An
 
 
 def _exercised(results: dict[str, Any] | None) -> dict[str, Any] | None:
+        "not_applicable": [n for n, c in checks.items() if c["valid"] == NOT_APPLICABLE],
+        "source": results.get("source"),
     """results.json's `exercised` with a row per rule that fired: (rule, what it guards, count)."""
     found = (results or {}).get("exercised")
     if not found:

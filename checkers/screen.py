@@ -50,7 +50,7 @@ def findings(spark: SparkSession, t: Tables, witnesses: int) -> Found:
         by_id(t, consumed=consumed),
         read_flags(t),
         # exact, and cheap enough for the screen: one window over each consumer's pulls
-        *([consumers.skipped_offset(t)] if consumed else []),
+        *([consumers.skipped_offset(t), consume_flags(t)] if consumed else []),
     ]
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="screen") as side:
         flags = side.submit(final_log_flags, spark, t.finals)
@@ -82,8 +82,10 @@ def by_id(t: Tables, *, consumed: bool = False) -> DataFrame:
     noop = F.concat(F.lit(NOOP_KEY + ":"), F.col("log_index").cast("string"))
     code = F.array_position(F.array(*[F.lit(x) for x in _STATUSES]), F.col("status"))
     appended = t.appends.withColumn("status", code).select("hid", "id", *_NUMBERS)
-    claimed = t.read_entries.select(
-        "hid", F.coalesce("id", noop).alias("id"), F.col("log_index").alias("claim"), "rid"
+    claim = [F.coalesce("id", noop).alias("id"), F.col("log_index").alias("claim")]
+    claimed = t.read_entries.select("hid", *claim, "rid").unionByName(
+        t.history.observed.select("hid", *claim),  # what fail and info reads and consumes carried
+        allowMissingColumns=True,
     )
     placed = t.cluster.select("hid", F.coalesce("id", noop).alias("id"), F.col("log_index").alias("at"))
     facts = appended.unionByName(claimed, allowMissingColumns=True).unionByName(
@@ -91,13 +93,14 @@ def by_id(t: Tables, *, consumed: bool = False) -> DataFrame:
     )
     got = []
     if consumed:
-        entries = t.consumes.select("hid", F.explode("entries").alias("e"))
         at = F.col("e")[0].cast("long")
         got_id = F.coalesce(F.col("e")[1], F.concat(F.lit(NOOP_KEY + ":"), at.cast("string")))
+        entries = t.consumes.select("hid", "cmp_index", F.explode("entries").alias("e"))
         facts = facts.unionByName(
-            entries.select("hid", got_id.alias("id"), at.alias("got")), allowMissingColumns=True
+            entries.select("hid", got_id.alias("id"), at.alias("got"), F.col("cmp_index").alias("got_done")),
+            allowMissingColumns=True,
         )
-        got = [F.min("got").alias("got_lo"), F.max("got").alias("got_hi")]
+        got = [F.min(c).alias(f"{c}_lo") for c in ("got", "got_done")] + [F.max("got").alias("got_hi")]
     ids = facts.groupBy("hid", "id").agg(
         *[F.max(c).alias(c) for c in _NUMBERS],
         F.min("claim").alias("claim_lo"),
@@ -124,6 +127,7 @@ def by_id(t: Tables, *, consumed: bool = False) -> DataFrame:
     if consumed:
         got_lo = F.col("got_lo")
         suspects["consumed-then-lost"] = got_lo.isNotNull() & ~landed
+        suspects["future-read"] = suspects["future-read"] | (F.col("inv_index") > F.col("got_done_lo"))
         # A named id nowhere in the log is flagged as lost (the exact checks then see it all);
         # a no-op is one where the cluster's log holds another entry (up to its end).
         ends = [F.lit(x) for hid, node in t.finals.longest.items() for x in (hid, t.finals.ends[hid][node])]
@@ -146,22 +150,30 @@ def by_id(t: Tables, *, consumed: bool = False) -> DataFrame:
 
 
 def read_flags(t: Tables) -> DataFrame:
-    """`~stale-read`, `~nonmonotonic-read`, `~hole` and `~uncommitted-read` rows from each ok read
-    on its own.
+    """`~stale-read`, `~nonmonotonic-read`, `~hole`, `~uncommitted-read` and `~malformed-answer`
+    rows from each ok read on its own.
 
     A read's real-time prefixes (`History`) are what the exact checks compute, so these
     conditions are theirs: the read misses an index acknowledged, or seen by another read,
-    before it was invoked; its entries skip an index; or it saw past its own commit index.
+    before it was invoked; its entries skip an index; it saw past its own commit index; or
+    its entries contradict its range. A read of the whole log is always sent on: the rule by
+    id (every append acknowledged before it, wherever it sits) needs the exact check.
     """
     return anomalies_where(
         t.reads,
         [
-            (_misses("p_ack"), suspect("stale-read", rid=F.col("rid"))),
+            (_misses("p_ack") | F.col("whole"), suspect("stale-read", rid=F.col("rid"))),
+            (F.col("malformed"), suspect("malformed-answer", rid=F.col("rid"))),
             (_misses("p_seen"), suspect("nonmonotonic-read", rid=F.col("rid"))),
             (F.col("gap"), suspect("hole", rid=F.col("rid"))),
             (F.col("uncommitted"), suspect("uncommitted-read", rid=F.col("rid"))),
         ],
     )
+
+
+def consume_flags(t: Tables) -> DataFrame:
+    """`~malformed-answer` rows for the ok consumes whose entries contradict where they pulled from."""
+    return anomalies_where(t.consumes, [(F.col("malformed"), suspect("malformed-answer", cid=F.col("cid")))])
 
 
 def _misses(prefix: str) -> Column:

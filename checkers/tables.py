@@ -17,10 +17,14 @@ from checkers.history import History
 
 @dataclass
 class Tables:
-    """History, final logs and what is derived from them, for histories `hid` 0..n-1."""
+    """History, final logs and what is derived from them, for histories `hid` 0..n-1.
+
+    `linearizable` are the hids whose reads are held to linearizability (`layout`).
+    """
 
     history: History
     finals: FinalLogs
+    linearizable: frozenset[int] = frozenset()
 
     def unpersist(self) -> None:
         """Drop every cached DataFrame of this check run."""
@@ -44,6 +48,22 @@ class Tables:
         return self.history.consumes
 
     @property
+    def consume_entries(self) -> DataFrame:
+        """hid, cid, log_index, id: every entry an ok consume got."""
+        entries = self.consumes.select("hid", "cid", F.explode("entries").alias("e"))
+        at, ident = F.col("e")[0].cast("long").alias("log_index"), F.col("e")[1].alias("id")
+        return entries.select("hid", "cid", at, ident)
+
+    def seen_entries(self, *, observed: bool = False) -> DataFrame:
+        """hid, op, log_index, id: every entry an ok read or consume returned (op: its invoke's
+        index), with `observed` also those that fail and info completions carried."""
+        seen = self.read_entries.select("hid", F.col("rid").alias("op"), "log_index", "id")
+        if self.history.consumed:
+            consumed = self.consume_entries.select("hid", F.col("cid").alias("op"), "log_index", "id")
+            seen = seen.unionByName(consumed)
+        return seen.unionByName(self.history.observed) if observed else seen
+
+    @property
     def cluster(self) -> DataFrame:
         """The cluster's final log: hid, log_index, term, id."""
         return self.finals.cluster
@@ -58,15 +78,37 @@ class Tables:
         named = self.cluster.where(F.col("id").isNotNull())
         return named.groupBy("hid", "id").agg(F.min("log_index").alias("pos"))
 
+    def known_positions(self) -> DataFrame:
+        """hid, id, pos: where each appended id sits as far as anything says: the cluster's final
+        log, else its acknowledged index, else the lowest index a read or consume saw it at."""
+        seen = self.seen_entries().where(F.col("id").isNotNull()).groupBy("hid", "id").agg(
+            F.min("log_index").alias("seen_at")
+        )
+        return (
+            self.appends.select("hid", "id", "ack_index")
+            .join(self.positions, ["hid", "id"], "left")
+            .join(seen, ["hid", "id"], "left")
+            .select("hid", "id", F.coalesce("pos", "ack_index", "seen_at").alias("pos"))
+        )
+
     def claims(self, *, acks: bool) -> DataFrame:
         """hid, log_index, id, source, ref: every statement of which id an index holds.
 
-        Sources: `read` (ref: the read's invoke index), `final:<node>`, and with `acks` the
-        ok appends' acknowledged index (`ack`, ref: the append's invoke index).
+        Sources: `read` (ref: the read's invoke index), `consume` (ref: the consume's invoke
+        index), `observed` (what a fail or info read or consume carried; ref: its invoke
+        index), `final:<node>`, and with `acks` the ok appends' acknowledged index (`ack`,
+        ref: the append's invoke index; appends acknowledged without an index say nothing here).
         """
         reads = self.read_entries.select(
             "hid", "log_index", "id", F.lit("read").alias("source"), F.col("rid").alias("ref")
         )
+        if self.history.consumed:
+            reads = reads.unionByName(self.consume_entries.select(
+                "hid", "log_index", "id", F.lit("consume").alias("source"), F.col("cid").alias("ref")
+            ))
+        reads = reads.unionByName(self.history.observed.select(
+            "hid", "log_index", "id", F.lit("observed").alias("source"), F.col("op").alias("ref")
+        ))
         finals = self.finals.entries.select(
             "hid",
             "log_index",
@@ -76,7 +118,7 @@ class Tables:
         )
         claims = reads.unionByName(finals)
         if acks:
-            ok = self.appends.where(F.col("status") == "ok").select(
+            ok = self.appends.where((F.col("status") == "ok") & F.col("ack_index").isNotNull()).select(
                 "hid",
                 F.col("ack_index").alias("log_index"),
                 "id",

@@ -1,12 +1,14 @@
 """The verdict: the checks, results.json's format and the short table printed for people.
 
 `REGISTRY` is the one list of checks: its order is results.json's, and each `Check` says what
-the report says it looks for, whether it needs the final logs to decide, and how its count
-counts (informational, or allowed in the prefix read modes). The Spark checker, the
-reference checker and the report all read it from here.
+the report says it looks for, which evidence of a results folder it needs and uses beyond the
+history (`layout.INPUTS`), and how its count counts (informational, or allowed in the prefix
+read modes). The Spark checker, the reference checker and the report all read it from here.
 
-A check is invalid when it found anomalies, "unknown" when it had nothing to decide on,
-valid otherwise.
+A check is invalid when it found anomalies; "not applicable" when evidence it needs is absent
+from the folder by design (an imported history has no node files); "unknown" when evidence it
+needs or uses should be there and is not (a run that collected no final logs); valid
+otherwise. The history alone decides every check that needs nothing else.
 `recovered` is informational; stale and non-monotonic reads are allowed in the prefix read
 modes (`committed`, `follower`, `unsafe`) and reported as such.
 """
@@ -19,6 +21,8 @@ from typing import Any
 
 from checkers.layout import PREFIX_MODES
 
+FINAL = "final-logs"
+
 
 @dataclass(frozen=True)
 class Check:
@@ -26,50 +30,79 @@ class Check:
 
     name: str
     about: str  # what it looks for, in one sentence (the report's "what it looks for")
-    needs_final_log: bool = False  # without final logs it is "unknown" (unless it found something)
+    needs: tuple[str, ...] = ()  # evidence beyond the history it cannot decide without
+    uses: tuple[str, ...] = ()  # evidence beyond the history it adds when the folder has it
+    reads_history: bool = True  # False: decided from node files only
+
+    def evidence(self, present: frozenset[str]) -> list[str]:
+        """The inputs it decided on, of those `present` in the folder."""
+        own = ("history",) if self.reads_history else ()
+        return [i for i in (*own, *self.needs, *self.uses) if i in present]
     informational: bool = False  # counted and shown, never invalid
     allowed_in_prefix_modes: bool = False  # only reported in the prefix read modes
 
 
 REGISTRY: tuple[Check, ...] = (
-    Check("lost", "an acknowledged append, or an entry an ok read saw, missing from the final log",
-          needs_final_log=True),
+    Check("lost", "an acknowledged append that a later read or consume covering its position does not "
+          "return, or (with final logs) an acknowledged append or an entry an ok read saw that the final "
+          "log does not hold", uses=(FINAL,)),
     Check("divergence", "one log index holding different ids"),
     Check("duplicate", "one id at two indexes"),
     Check("phantom", "an id in a log or read that no client appended"),
     Check("aborted-read", "an id seen whose append definitely failed"),
-    Check("index-mismatch", "the ack said index i, the final log has the id at j", needs_final_log=True),
+    Check("index-mismatch", "the ack said index i, a read, a consume or the final log has the id at j",
+          uses=(FINAL,)),
     Check("realtime-reorder", "append A completed before B was invoked, yet A's index is after B's",
-          needs_final_log=True),
-    Check("stale-read", "a read invoked after an append to index i was acknowledged does not see i",
+          uses=(FINAL,)),
+    Check("stale-read", "a read invoked after an append to index i was acknowledged does not see i "
+          "(a read of the whole log: does not return every append acknowledged before it)",
           allowed_in_prefix_modes=True),
-    Check("future-read", "a read saw an id whose append was invoked after the read returned"),
+    Check("future-read", "a read or consume saw an id whose append was invoked after it returned"),
     Check("uncommitted-read", "a read returned an entry past the commit index it reported with it "
           "(a read answers with committed entries only)", allowed_in_prefix_modes=True),
     Check("nonmonotonic-read", "a later read sees a shorter committed log", allowed_in_prefix_modes=True),
-    Check("hole", "a gap below the highest committed index in a final log", needs_final_log=True),
-    Check("replica-disagreement", "node data files disagree at an index both committed"),
-    Check("election-safety", "two leaders in one term"),
-    Check("consumed-then-lost", "an entry a consumer consumed, missing from the final log",
-          needs_final_log=True),
+    Check("hole", "a gap in an ok read's entries, or below the highest committed index in a final log",
+          uses=(FINAL,)),
+    Check("malformed-answer", "a read or consume answer that contradicts its own request: entries "
+          "out of order or repeated, outside [from, to], or `to` before from - 1"),
+    Check("replica-disagreement", "node data files disagree at an index both committed",
+          needs=("stores", FINAL), reads_history=False),
+    Check("election-safety", "two leaders in one term", needs=("events",), reads_history=False),
+    Check("consumed-then-lost", "an entry a consumer consumed, missing from the final log", needs=(FINAL,)),
     Check("consume-divergence",
           "a consumed entry that the final log holds at another index (or not at that index), "
           "or two consumes that got different ids at one index",
-          needs_final_log=True),
+          uses=(FINAL,)),
     Check("skipped-offset",
           "a consumer that moved its offset past entries it never consumed: it pulled from beyond "
           "its committed offset, got entries that are not consecutive from where it pulled, or "
           "committed an offset past the entries it got"),
-    Check("recovered", "indeterminate appends that did land (not an error)", needs_final_log=True,
+    Check("recovered", "indeterminate appends that did land (not an error)", needs=(FINAL,),
           informational=True),
 )
 BY_NAME = {c.name: c for c in REGISTRY}
 CHECKS = tuple(c.name for c in REGISTRY)
 INFORMATIONAL = frozenset(c.name for c in REGISTRY if c.informational)
 ALLOWED_IN_PREFIX_MODES = frozenset(c.name for c in REGISTRY if c.allowed_in_prefix_modes)
-NEEDS_FINAL_LOG = tuple(c.name for c in REGISTRY if c.needs_final_log)
+NOT_APPLICABLE = "not applicable"
 
 Verdict = bool | str  # True, False or "unknown"
+
+
+def undecided(by_design: frozenset[str], missing: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(check -> why it is unknown, check -> why it is not applicable) for a folder holding the
+    evidence `by_design` (`layout.INPUTS`), of which `missing` (input -> why) is absent."""
+    unknown: dict[str, str] = {}
+    not_applicable: dict[str, str] = {}
+    for c in REGISTRY:
+        absent = [name for name in c.needs if name not in by_design]
+        if absent:
+            not_applicable[c.name] = f"needs {' and '.join(absent)}, which this folder has none of by design"
+            continue
+        lacking = [missing[name] for name in (*c.needs, *c.uses) if name in missing and name in by_design]
+        if lacking:
+            unknown[c.name] = lacking[0]
+    return unknown, not_applicable
 
 
 def decide(
@@ -78,13 +111,21 @@ def decide(
     read_mode: str,
     stats: dict[str, Any],
     notes: list[str],
+    not_applicable: dict[str, str] | None = None,
+    present: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
-    """results.json for one history from its anomalies and the checks it could not decide."""
+    """results.json for one history from its anomalies, the checks it could not decide, the
+    checks that do not apply to it, and the inputs `present` in its folder (`layout.INPUTS`)."""
+    not_applicable = not_applicable or {}
     checks: dict[str, dict[str, Any]] = {}
     for name in CHECKS:
         count, witnesses = found.get(name, (0, []))
         entry: dict[str, Any] = {"valid": True, "count": count, "witnesses": witnesses}
-        if name in INFORMATIONAL:
+        if present and name not in not_applicable:
+            entry["evidence"] = BY_NAME[name].evidence(present)
+        if name in not_applicable:
+            entry["valid"] = NOT_APPLICABLE
+        elif name in INFORMATIONAL:
             entry["informational"] = True
         elif name in ALLOWED_IN_PREFIX_MODES and read_mode in PREFIX_MODES:
             entry["allowed_by_read_mode"] = read_mode
@@ -92,11 +133,14 @@ def decide(
             entry["valid"] = False
         elif name in undecidable:
             entry["valid"] = "unknown"
-        if name in undecidable:
-            entry["note"] = undecidable[name]
+        why = not_applicable.get(name) or undecidable.get(name)
+        if why:
+            entry["note"] = why
         checks[name] = entry
     judged = [c["valid"] for n, c in checks.items() if n not in INFORMATIONAL]
     valid: Verdict = False if False in judged else "unknown" if "unknown" in judged else True
+    if not_applicable:
+        notes = [*notes, f"not applicable here: {', '.join(sorted(not_applicable))}"]
     if read_mode in PREFIX_MODES:
         notes = [
             *notes,
@@ -124,7 +168,7 @@ def table(result: dict[str, Any]) -> str:
     """A short verdict table: one line per check, what the nodes exercised, the verdict last."""
     lines = [f"{'check':<22} {'verdict':<8} {'count':>8}  first witness"]
     for name, c in result["checks"].items():
-        verdict = {True: "ok", False: "INVALID", "unknown": "unknown"}[c["valid"]]
+        verdict = {True: "ok", False: "INVALID", "unknown": "unknown", NOT_APPLICABLE: "n/a"}[c["valid"]]
         if c.get("allowed_by_read_mode") and c["count"]:
             verdict = "allowed"
         if c.get("informational"):

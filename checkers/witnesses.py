@@ -19,9 +19,9 @@ from typing import Any
 from checkers.jsonlines import final_line_problem, records
 from checkers.nodeseries import NodeSeries
 
-HISTORY_KEYS = frozenset({"invoke_index", "complete_index", "history_index", "seen_by_read"})
+HISTORY_KEYS = frozenset({"invoke_index", "complete_index", "history_index", "seen_by_read", "covered_by"})
 LOG_KEYS = frozenset(
-    {"log_index", "ack_index", "final_index", "later_final_index", "missing_from", "missing_to"}
+    {"log_index", "ack_index", "final_index", "index", "later_index", "missing_from", "missing_to"}
 )
 MAX_LOG_INDEXES = 6  # per witness
 NS = 1e9

@@ -190,7 +190,11 @@ def _consumed_then_lost(sim: Sim, rng: random.Random) -> dict[str, Any]:
     time = sim.history[-1]["time"] + 1
     asked = {"consumer": 99, "from": index}
     got = {**asked, "to": index, "entries": [[index, "consumed-ghost"]], "offset": index + 1}
+    ghost = {"id": "consumed-ghost"}  # its append timed out: it may have landed, and was then lost
+    appender = {"process": process + 1, "f": "append", "value": ghost, "node": "n1"}
     sim.history += [
+        {"time": time - 2, "type": "invoke", **appender},
+        {"time": time - 1, "type": "info", **appender},
         {"time": time, "type": "invoke", "process": process, "f": "consume", "value": asked, "node": "n1"},
         {"time": time + 5, "type": "ok", "process": process, "f": "consume", "value": got, "node": "n1"},
     ]

@@ -21,6 +21,9 @@ LINEARIZABILITY = (
     "future-read",
     "nonmonotonic-read",
     "hole",
+    "consumed-then-lost",
+    "consume-divergence",
+    "malformed-answer",
 )
 
 

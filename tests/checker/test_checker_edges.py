@@ -58,7 +58,10 @@ def test_committed_mode_reports_stale_reads_as_allowed(checked):
 
 def test_agreeing_store_files_make_the_verdict_fully_valid(checked):
     _, result = checked["stores"]
-    assert result["checks"]["replica-disagreement"] == {"valid": True, "count": 0, "witnesses": []}
+    assert result["checks"]["replica-disagreement"] == {
+        "valid": True, "count": 0, "witnesses": [], "evidence": ["stores", "final-logs"]
+    }
+    assert result["checks"]["lost"]["evidence"] == ["history", "final-logs"]
     assert result["valid"] is True
 
 

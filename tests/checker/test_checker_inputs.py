@@ -38,8 +38,8 @@ def _break_line(path, number, text):
         ),
         (
             4,
-            '{"index": 3, "time": 5, "type": "invoke", "process": 0, "f": "read", "value": {"from": 1}}',
-            "read invoke needs",
+            '{"index": 3, "time": 5, "type": "invoke", "process": 0, "f": "read", "value": {"from": "x"}}',
+            "must be integers",
         ),
     ],
 )
