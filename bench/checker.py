@@ -74,7 +74,8 @@ def measure_service(folders: list[Path], master: str | None) -> tuple[float, lis
     serve = [sys.executable, "-m", "checkers", "serve", "--socket", str(sock)]
     master_args = ["--spark-master", master] if master else []
     t0 = time.monotonic()
-    proc = subprocess.Popen([*serve, *master_args], cwd=ROOT, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([*serve, *master_args, "--parent", str(os.getpid())], cwd=ROOT,
+                            stderr=subprocess.DEVNULL)  # it stops when the bench dies
     try:
         while (status := ping(sock)) is None or status["state"] != "ready":
             if proc.poll() is not None:

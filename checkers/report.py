@@ -14,6 +14,7 @@ from typing import Any
 
 from jinja2 import ChainableUndefined, Environment, PackageLoader
 
+from checkers.faultwords import describe
 from checkers.jsonlines import InputError, history_line_problem, records
 from checkers.layout import ResultsDir, read_json_object
 from checkers.nodeseries import NodeSeries, read_node_series
@@ -81,6 +82,7 @@ def write_report(run_dir: Path, results: dict[str, Any] | None = None) -> Path:
         notes=(results or {}).get("notes", []),
         checks=_check_rows(checks, views),
         final_nodes=sorted(finals),
+        node_names=_node_names(test, finals),
         plots=draw_plots(timeline, series, layout.path),
         plot_notes=[series_note] if series_note else [],
         nemesis_ops=timeline.nemesis_ops,
@@ -98,8 +100,16 @@ def write_report(run_dir: Path, results: dict[str, Any] | None = None) -> Path:
 
 def _environment() -> Environment:
     # autoescape always: select_autoescape() goes by the name's ending, which is .j2 here
-    return Environment(loader=PackageLoader("checkers"), autoescape=True,
-                       undefined=ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = Environment(loader=PackageLoader("checkers"), autoescape=True,
+                      undefined=ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["fault_words"] = describe
+    return env
+
+
+def _node_names(test: dict[str, Any], finals: dict[str, Any]) -> list[str]:
+    """The cluster's nodes: those with a final log, else n1..nN of test.json's `nodes`."""
+    count = test.get("nodes")
+    return sorted(finals) or ([f"n{i}" for i in range(1, count + 1)] if isinstance(count, int) else [])
 
 
 def _node_series(layout: ResultsDir, test: dict[str, Any]) -> tuple[NodeSeries | None, str | None]:
@@ -129,6 +139,8 @@ def _verdict(results: dict[str, Any] | None, linearizable: bool) -> dict[str, An
         "word": WORDS[results["valid"]],
         "failed": [(n, c["count"]) for n, c in checks.items() if c["valid"] is False],
         "undecided": [(n, c.get("note", "")) for n, c in checks.items() if c["valid"] == "unknown"],
+        "not_applicable": [n for n, c in checks.items() if c["valid"] == NOT_APPLICABLE],
+        "source": results.get("source"),
         "allowed": [(n, c["count"]) for n, c in checks.items() if _state(c) == "allowed"],
         "appends": stats.get("append_ops"),
         "reads": stats.get("read_ops"),
@@ -139,8 +151,6 @@ def _verdict(results: dict[str, Any] | None, linearizable: bool) -> dict[str, An
 
 
 def _exercised(results: dict[str, Any] | None) -> dict[str, Any] | None:
-        "not_applicable": [n for n, c in checks.items() if c["valid"] == NOT_APPLICABLE],
-        "source": results.get("source"),
     """results.json's `exercised` with a row per rule that fired: (rule, what it guards, count)."""
     found = (results or {}).get("exercised")
     if not found:

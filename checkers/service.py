@@ -5,6 +5,8 @@ warming its queries, not on the history: a service started once checks each fold
 the JVM warm, about twice as fast (bench/README.md, "Checker scale"). It warms up on
 synthetic histories (`checkers.synth`) as it starts. `python -m checkers check` and
 `harness run` use it whenever its socket answers, else they check in their own process.
+It runs until stopped, or until the process that started it exits (`--parent`) or no request
+has come for a while (`--idle-timeout`): see `checkers.lifeline`.
 
 Protocol: a Unix socket (`--socket`, `$CHECKER_SOCKET`, else one per user in the temp
 folder), one JSON request line and one JSON reply line per connection:
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from checkers.jsonlines import InputError
+from checkers.lifeline import IdleClock, on_exit
 from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_VALID, non_negative
 
 DEFAULT_WARM_LINES = 50_000
@@ -148,7 +151,8 @@ def preload_folder(
 class Service:
     """The warm SparkSession and the one check it runs at a time."""
 
-    def __init__(self, master: str | None, warm_lines: int, warm_rounds: int) -> None:
+    def __init__(self, master: str | None, warm_lines: int, warm_rounds: int,
+                 idle_s: float | None = None) -> None:
         from checkers.spark import master_url
 
         self.master = master_url(master)
@@ -160,12 +164,13 @@ class Service:
         self.spark: SparkSession | None = None
         self.failure: str | None = None
         self._lock = threading.Lock()
+        self.idle = IdleClock(idle_s)  # the warm-up and every request hold it
 
     def start(self) -> None:
         """Start Spark and warm it up (holding the lock, so early checks wait for it)."""
         from checkers.spark import session
 
-        with self._lock:
+        with self.idle.busy(), self._lock:
             started = time.monotonic()
             try:
                 self.spark = session(self.master)
@@ -284,7 +289,9 @@ class _Handler(socketserver.StreamRequestHandler):
         except ValueError:
             reply = _failure(EXIT_BAD_ARGS, "a request is one JSON object on one line")
         else:
-            reply = self.server.service.answer(req)  # type: ignore[attr-defined]
+            service: Service = self.server.service  # type: ignore[attr-defined]
+            with service.idle.busy():
+                reply = service.answer(req)
         self.wfile.write((json.dumps(reply) + "\n").encode())
 
 
@@ -292,8 +299,10 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
 
 
-def serve(path: Path, master: str | None, warm_lines: int, warm_rounds: int) -> int:
-    """Listen at `path` until stopped (`--stop`, SIGTERM or Ctrl-C); 254 if one already listens."""
+def serve(path: Path, master: str | None, warm_lines: int, warm_rounds: int, *, parent: int | None = None,
+          idle_s: float | None = None) -> int:
+    """Listen at `path` until stopped (`--stop`, SIGTERM or Ctrl-C), process `parent` exits or no
+    request came for `idle_s` seconds; 254 if one already listens."""
     running = ping(path)
     if running is not None:
         _log(
@@ -304,7 +313,7 @@ def serve(path: Path, master: str | None, warm_lines: int, warm_rounds: int) -> 
         _log(f"{path} exists and is not a socket; pass another --socket")
         return EXIT_BAD_ARGS
     path.unlink(missing_ok=True)  # a stale socket from a service that died
-    service = Service(master, warm_lines, warm_rounds)
+    service = Service(master, warm_lines, warm_rounds, idle_s)
     try:
         server = _Server(str(path), _Handler)
     except OSError as e:  # a missing folder, no permission, a path over the 107 bytes a socket takes
@@ -316,10 +325,13 @@ def serve(path: Path, master: str | None, warm_lines: int, warm_rounds: int) -> 
         signal.signal(sig, lambda *_: service.stopped.set())
     threading.Thread(target=server.serve_forever, name="checker-service", daemon=True).start()
     _log(f"listening at {path}")
+    if parent is not None:
+        on_exit(parent, lambda: _stop(service, f"process {parent}, which started it, exited"))
     try:
         threading.Thread(target=service.start, name="checker-warm-up", daemon=True).start()
         while not service.stopped.wait(1.0):
-            pass
+            if service.idle.expired():
+                _stop(service, f"no request for {service.idle.limit_s:g} s")
     finally:
         server.shutdown()
         server.server_close()
@@ -328,6 +340,11 @@ def serve(path: Path, master: str | None, warm_lines: int, warm_rounds: int) -> 
             service.spark.stop()
         _log("stopped")
     return EXIT_INTERNAL if service.failure else EXIT_VALID
+
+
+def _stop(service: Service, why: str) -> None:
+    _log(f"stopping: {why}")
+    service.stopped.set()
 
 
 def add_place_arguments(parser: argparse.ArgumentParser, socket_help: str) -> None:
@@ -358,6 +375,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"how many times the warm-up checks its histories (default {DEFAULT_WARM_ROUNDS})",
     )
+    parser.add_argument(
+        "--parent",
+        type=int,
+        metavar="PID",
+        help="stop when process PID exits (a service started for a test suite or by a check)",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=non_negative,
+        default=0,
+        metavar="S",
+        help="stop after S seconds with no request (default 0: never)",
+    )
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--stop", action="store_true", help="stop the service listening at the socket")
     action.add_argument("--status", action="store_true", help="print the status of the service at the socket")
@@ -374,4 +404,5 @@ def run(args: argparse.Namespace) -> int:
             request(path, {"op": "stop"}, timeout=PING_TIMEOUT_S)
         print(json.dumps(status))
         return EXIT_VALID
-    return serve(path, args.spark_master, args.warm_lines, args.warm_rounds)
+    return serve(path, args.spark_master, args.warm_lines, args.warm_rounds, parent=args.parent,
+                 idle_s=args.idle_timeout or None)

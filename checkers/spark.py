@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
+
+from checkers.gateway import launch
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 DEFAULT_MASTER = "local[*]"
 PARTITION_BYTES = 256 << 20
+_STARTING = threading.Lock()  # one SparkContext per process, even when two threads start it
 
 
 def master_url(requested: str | None = None) -> str:
@@ -60,26 +65,31 @@ def session(
     # concurrent work cost ~15% of a 10^7-line check on 2 cores (bench/README.md).
     java_opts = f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()} -XX:+UseParallelGC"
     memory = driver_memory or os.environ.get("CHECKER_DRIVER_MEMORY", "4g")
-    builder = (
-        SparkSession.builder.master(master_url(master))
-        .appName("dledger-chaos-checker")
-        .config("spark.driver.host", host)
-        .config("spark.driver.bindAddress", host)
-        .config("spark.driver.memory", memory)
-        .config("spark.driver.extraJavaOptions", java_opts)
-        .config("spark.executor.extraJavaOptions", java_opts)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-        .config("spark.sql.adaptive.enabled", "false")
-        .config("spark.sql.files.openCostInBytes", str(64 << 10))
-        .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
-        .config("spark.sql.session.timeZone", "UTC")
+    settings = {
+        "spark.master": master_url(master),
+        "spark.app.name": "dledger-chaos-checker",
+        "spark.driver.host": host,
+        "spark.driver.bindAddress": host,
+        "spark.driver.memory": memory,
+        "spark.driver.extraJavaOptions": java_opts,
+        "spark.executor.extraJavaOptions": java_opts,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.sql.adaptive.enabled": "false",
+        "spark.sql.files.openCostInBytes": str(64 << 10),
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
+        "spark.sql.session.timeZone": "UTC",
         # Compressing cached tables costs more CPU than reading them back saves.
-        .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
-        .config("spark.executorEnv.PYTHONPATH", os.pathsep.join(sys.path))
-    )
-    spark = builder.getOrCreate()
+        "spark.sql.inMemoryColumnarStorage.compressed": "false",
+        "spark.executorEnv.PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    with _STARTING:
+        if SparkContext._active_spark_context is None:
+            conf = SparkConf().setAll(list(settings.items()))
+            # The JVM started here (checkers.gateway), unless a stopped context left one to reuse.
+            SparkContext(conf=conf, gateway=None if SparkContext._gateway else launch(conf))
+        spark = SparkSession.builder.config(map=settings).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -1,5 +1,9 @@
 """Remove what crashed runs left behind: containers, networks and volumes labelled by the harness.
 
+The rule is the label `dledger-chaos.run`: every run's resources carry it, and so do the
+compose projects the test suite starts (tests/support/compose.py), so nothing an interrupted
+`make test` started survives; a user's own compose cluster carries none and is never touched.
+
 `python -m harness clean` removes every run's leftovers; `--run ID` only one run's.
 `--images` also removes the cached base and node images (the next run rebuilds them).
 `--hosts hosts.toml` cleans the machines of an inventory instead: it stops the nodes, the

@@ -2,7 +2,8 @@
 
 Every resource carries the label `dledger-chaos.run=<run id>` and a name starting with
 `dlc-<run id>`, so two runs never collide and `python -m harness clean` can find what a
-crashed run left. Containers get `NET_ADMIN` (iptables, tc) and no `--privileged`, run
+crashed run left (the test suite's compose projects carry the same label, their project
+name as the run id). Containers get `NET_ADMIN` (iptables, tc) and no `--privileged`, run
 docker's init as PID 1 (it reaps the node after a kill), sshd as the main process, and
 publish SSH (22) and the node's client port (20911) on 127.0.0.1 at random host ports.
 Node-to-node traffic stays on the run's own network. With `fuse` (the power-loss fault) a

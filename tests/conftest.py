@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -36,8 +38,27 @@ ENGINE_TESTS = "DLEDGER_CHAOS_ENGINE_TESTS"  # the file's path, set by the contr
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None):
+    controller = not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", None))
+    if controller:
         os.environ[ENGINE_TESTS] = str(Path(tempfile.mkdtemp(prefix="engine-tests-")) / "ids")
+    signal.signal(signal.SIGTERM, functools.partial(_interrupt, controller))
+
+
+def _interrupt(controller: bool, signum: int, frame: object) -> None:
+    """SIGTERM stops the tests as Ctrl-C does: the running test is interrupted and every fixture
+    torn down (containers, compose projects, checker services), so a terminated `make test`
+    leaves nothing behind. xdist's controller passes it on to its workers, which run the tests:
+    once they have torn down, they report the interruption and the session ends as interrupted
+    (were the controller itself interrupted, it would kill them mid-teardown). Further SIGTERMs
+    are ignored meanwhile (kill -9 still ends it all; the checker services then stop by
+    themselves and `python -m harness clean` removes the rest)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if not controller:
+        raise KeyboardInterrupt(f"signal {signum}")
+    from tests.support.processes import children
+
+    for pid in children(os.getpid()):
+        os.kill(pid, signal.SIGTERM)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -9,8 +9,6 @@ some of them.
 from __future__ import annotations
 
 import io
-import secrets
-import subprocess
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,7 +24,8 @@ from harness.image import IMAGE_DIR, ensure_base, files_hash
 from harness.inventory import load_inventory
 from harness.keys import KeyPair, create_key_pair
 from tests.docker import conftest as docker_fixtures
-from tests.docker.test_docker_compose import compose_command
+from tests.support.compose import compose_project
+from tests.support.compose import leftovers as compose_leftovers
 
 HERE = Path(__file__).resolve().parent
 IMAGE_REPO = "dledger-chaos/ssh-host"
@@ -102,13 +101,8 @@ def ssh_hosts(docker_client: docker.DockerClient, hosts_image: str,
               tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshHosts]:
     """n1, n2, n3 and `bare` up with sshd; the compose project is removed (and checked gone) afterwards."""
     keys = create_key_pair(tmp_path_factory.mktemp("ssh"), "hosts-tests")
-    project = f"dlc-hosts-{secrets.token_hex(3)}"
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOSTS_IMAGE": hosts_image,
-           "SSH_AUTHORIZED_KEY": keys.public_line}
-    compose = [*compose_command(), "-p", project, "-f", str(HERE / "docker-compose.yml")]
-    try:
-        up = subprocess.run([*compose, "up", "-d"], env=env, capture_output=True, text=True, timeout=120)
-        assert up.returncode == 0, up.stderr
+    env = {"HOSTS_IMAGE": hosts_image, "SSH_AUTHORIZED_KEY": keys.public_line}
+    with compose_project(HERE / "docker-compose.yml", "dlc-hosts", env) as project:
         hosts = {}
         for name in NAMES:
             labels = [f"com.docker.compose.project={project}", f"com.docker.compose.service={name}"]
@@ -120,9 +114,5 @@ def ssh_hosts(docker_client: docker.DockerClient, hosts_image: str,
         for name in NAMES:
             found.ssh(name).close()  # sshd answers and takes the key (bounded retries)
         yield found
-    finally:
-        down = subprocess.run([*compose, "down", "-v"], env=env, capture_output=True, text=True, timeout=120)
-    assert down.returncode == 0, down.stderr
-    ours = {"label": f"com.docker.compose.project={project}"}
-    left = docker_client.containers.list(all=True, filters=ours) + docker_client.networks.list(filters=ours)
+    left = compose_leftovers(docker_client, project)
     assert left == [], f"compose down left {left}"

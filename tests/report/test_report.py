@@ -123,13 +123,19 @@ def test_the_report_has_a_row_per_fault_with_its_effects(tmp_path):
         {"family": "kill", "label": "kill", "start_s": 7.0, "end_s": 9.0, "targets": ["n2"],
          "leader_before": "n2", "leader_hit": True, "leader_changes": 1, "elections": 2,
          "ops": {"ok": 5, "fail": 1, "info": 3}, "longest_no_append_s": 1.25, "recovery_s": 0.5,
-         "detail": {"signal": "KILL"}, "stop_error": "node n2 did not come back"}]}
+         "detail": {"target": "leader"}, "stop_error": "node n2 did not come back"},
+        {"family": "partition", "label": "partition", "start_s": 12.0, "end_s": 15.0, "targets": ["n1"],
+         "leader_before": "n1", "leader_hit": True, "leader_changes": 1, "elections": 1,
+         "ops": {"ok": 2, "fail": 0, "info": 1}, "longest_no_append_s": 2.0, "recovery_s": 0.25,
+         "detail": {"shape": "isolate-leader", "grudge": {"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]},
+                    "leader": "n1"}}]}
     (tmp_path / "test.json").write_text(json.dumps(test))
     html = write_report(tmp_path).read_text()
     assert "What the faults did" in html and "yes (n2)" in html
     assert "5 / 1 / 3" in html and "1.25" in html and "0.50" in html and "1 leader change and" in html
     assert 'href="timeline.html#t=7.000"' in html and "heal error: node n2 did not come back" in html
-    assert "<code>{\"signal\": \"KILL\"}</code>" in html
+    assert "<td>targets drawn as the leader</td>" in html  # the detail in words, not JSON
+    assert "<td>shape isolate-leader; split n1 | n2, n3; leader n1</td>" in html
 
 
 WITNESS = {"id": "a9", "append": {"id": "a9", "process": 1, "type": "ok", "invoke_index": 4,

@@ -1,5 +1,6 @@
 """A real checker service (`python -m checkers serve`) for tests: started on a socket of the
-test's own, waited for until ready (bounded), killed afterwards."""
+test's own, waited for until ready (bounded), killed afterwards, and stopping by itself when the
+test process dies first (`--parent`: an interrupted suite leaves no JVM behind)."""
 
 from __future__ import annotations
 
@@ -30,12 +31,14 @@ def _wait_ready(sock: Path, proc: subprocess.Popen, log: Path) -> None:
 
 
 @contextmanager
-def checker_service(folder: Path, warm_lines: int = 2000) -> Iterator[tuple[Path, subprocess.Popen, Path]]:
-    """A service on local[2] at `folder`/checker.sock, ready; yields (socket, process, log)."""
+def checker_service(folder: Path, warm_lines: int = 2000,
+                    extra: tuple[str, ...] = ()) -> Iterator[tuple[Path, subprocess.Popen, Path]]:
+    """A service on local[2] at `folder`/checker.sock (`extra`: more `serve` arguments), ready;
+    yields (socket, process, log)."""
     sock, log = folder / "checker.sock", folder / "service.log"
     with log.open("w") as out:
         serve = ["serve", "--socket", str(sock), "--spark-master", "local[2]", "--warm-lines",
-                 str(warm_lines), "--warm-rounds", "1"]
+                 str(warm_lines), "--warm-rounds", "1", "--parent", str(os.getpid()), *extra]
         proc = subprocess.Popen([sys.executable, "-m", "checkers", *serve], cwd=ROOT, stdout=out,
                                 stderr=subprocess.STDOUT, env={**os.environ, "CHECKER_DRIVER_MEMORY": "1g"},
                                 start_new_session=True)

@@ -1,0 +1,62 @@
+"""A checker service never outlives its use: it stops, JVM and all, when the process that started
+it dies (even by kill -9), or when no request has reached it for its idle time."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checkers.service import ping
+from harness.wait import wait_for
+from tests.support.checkerservice import checker_service
+from tests.support.processes import children, command, java_children, running
+
+pytestmark = pytest.mark.spark
+ROOT = Path(__file__).resolve().parents[2]
+
+# A test process of its own: starts a service as the test suite does, says its pid, waits.
+PARENT = """
+import sys, threading
+from pathlib import Path
+from tests.support.checkerservice import checker_service
+with checker_service(Path(sys.argv[1]), warm_lines=0) as (sock, proc, log):
+    print(proc.pid, flush=True)
+    threading.Event().wait()
+"""
+
+
+def test_a_service_stops_with_its_jvm_when_the_process_that_started_it_is_killed(tmp_path: Path) -> None:
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(tmp_path)], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        service = int(parent.stdout.readline())  # the helper has waited until the service is ready
+        jvms = java_children(service)
+        assert len(jvms) == 1, [command(pid) for pid in children(service)]
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=10)
+        wait_for(lambda: not any(running(pid) for pid in (service, *jvms)), 60,
+                 f"the service {service} or its JVM {jvms} outlived the process that started it")
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+    log = (tmp_path / "service.log").read_text()
+    assert f"stopping: process {parent.pid}, which started it, exited" in log
+    assert ping(tmp_path / "checker.sock") is None and not (tmp_path / "checker.sock").exists()
+
+
+def test_a_service_with_an_idle_time_stops_when_no_request_comes(tmp_path: Path) -> None:
+    with checker_service(tmp_path, warm_lines=0, extra=("--idle-timeout", "2")) as (sock, proc, log):
+        jvms = java_children(proc.pid)
+        assert len(jvms) == 1
+        assert ping(sock) is not None  # a request: the idle time starts again after it
+        wait_for(lambda: proc.poll() is not None, 60, "the idle service did not stop")
+        assert proc.returncode == 0
+        wait_for(lambda: not any(running(pid) for pid in jvms), 30, f"its JVM {jvms} outlived it")
+        assert "stopping: no request for 2 s" in log.read_text()
