@@ -1,6 +1,6 @@
 """final/<node>.jsonl into DataFrames: every node's committed log and the cluster's final log.
 
-The cluster's final log is the longest node's (DESIGN.md: every node's final log must be a
+The cluster's final log is the longest node's (docs/formats.md: every node's final log must be a
 prefix of it; the divergence check holds them to that).
 
 Nodes that agree usually write byte-identical files: each set of identical files of a

@@ -4,7 +4,7 @@ The Spark loaders parse files in bulk and come here only to explain a problem: t
 the first bad line, so a person gets `history.jsonl line 17: ...`, never a Spark stack trace.
 The pure-Python reference checker, the report and the fault log read everything through here.
 
-History lines follow DESIGN.md's history contract; the client `f` values are `append`, `read`
+History lines follow docs/formats.md's history contract; the client `f` values are `append`, `read`
 and `consume`. A consume is one pull of a consumer that reads the log in order from its
 offset (RocketMQ's pull consumer), so consumed entries are statements of what the log held,
 not reads (no stale or linearizability rule applies to them):

@@ -1,4 +1,4 @@
-"""Where things are in a results folder (DESIGN.md's results contract) and what test.json says."""
+"""Where things are in a results folder (the results contract, docs/formats.md) and what test.json says."""
 
 from __future__ import annotations
 

@@ -193,7 +193,7 @@ def _stale(run: Run, ok: list[Op], r: Op) -> bool:
 
 
 def _checks(run: Run) -> dict[str, int]:
-    """Anomaly counts per check, by the definitions in DESIGN.md (see verdict.CHECKS)."""
+    """Anomaly counts per check, by each check's definition in verdict.REGISTRY (docs/design.md)."""
     log = run.cluster
     by_id = {a.id: a for a in run.appends}
     ok = [a for a in run.appends if a.type == "ok"]

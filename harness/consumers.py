@@ -1,5 +1,5 @@
 """Consumers: threads that read the log in order from offset 0, as RocketMQ's pull consumer does,
-and record every pull in the history (`f` `consume`, see DESIGN.md's history contract).
+and record every pull in the history (`f` `consume`, see docs/formats.md's history contract).
 
 A consumer keeps its consume offset (the next index it wants) and pulls up to `BATCH`
 entries from one node at a time (seed 004's consumer failover):

@@ -1,6 +1,6 @@
 """The history: every client and nemesis operation, streamed to `history.jsonl` as it happens.
 
-Lines follow DESIGN.md's history contract (Jepsen's fields). Each line is written and
+Lines follow docs/formats.md's history contract (Jepsen's fields). Each line is written and
 flushed when the operation is invoked or completes, so a run killed half-way still leaves
 a usable, checkable prefix.
 """

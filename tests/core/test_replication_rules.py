@@ -1,4 +1,4 @@
-"""Push replication one transition at a time (DLEDGER-SPEC.md "Replication (push)")."""
+"""Push replication one transition at a time (docs/protocol.md "Replication (push)", "Commit")."""
 
 from __future__ import annotations
 
