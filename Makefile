@@ -30,7 +30,7 @@ chromium:
 		{ echo "installing chromium (the browser tests drive it headless)"; apt-get update -qq && apt-get install -y -qq chromium; }
 
 lint: setup
-	$(VENV)/bin/ruff check nodes harness nemesis checkers tests bench
+	$(VENV)/bin/ruff check nodes harness nemesis checkers systems tests bench
 	$(VENV)/bin/mypy
 
 test: setup lint debootstrap chromium

@@ -5,7 +5,8 @@ compose projects the test suite starts (tests/support/compose.py), so nothing an
 `make test` started survives; a user's own compose cluster carries none and is never touched.
 
 `python -m harness clean` removes every run's leftovers; `--run ID` only one run's.
-`--images` also removes the cached base and node images (the next run rebuilds them).
+`--images` also removes the cached images (base, node, seeded bugs, NATS, etcd; the next run
+rebuilds them).
 `--hosts hosts.toml` cleans the machines of an inventory instead: it stops the nodes, the
 nemesis's agents and rules any run left there and removes the files and the copied code the
 harness made (`--keep`: not the code); it exits 255 if anything of the harness is still there.
@@ -23,7 +24,8 @@ from nodes.cliparse import EXIT_INTERNAL, UsageError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", metavar="RUN_ID", help="only this run's resources (default: every run's)")
-    parser.add_argument("--images", action="store_true", help="also remove the cached base and node images")
+    parser.add_argument("--images", action="store_true",
+                        help="also remove the cached images (base, node, mutant, NATS, etcd)")
     parser.add_argument("--hosts", metavar="FILE", help="clean the machines of this inventory instead")
     parser.add_argument("--keep", action="store_true", help="with --hosts: leave the copied code")
 

@@ -22,6 +22,7 @@ import sys
 import tarfile
 import tempfile
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import docker
@@ -37,6 +38,7 @@ AGENTS_DIR = Path(__file__).resolve().parent.parent / "nemesis" / "agents"
 BASE_REPO = "dledger-chaos/base"
 NODE_REPO = "dledger-chaos/node"
 MUTANT_REPO = "dledger-chaos/mutant"  # node images of seeded bugs (harness.mutants)
+SYSTEM_REPOS = ("dledger-chaos/nats", "dledger-chaos/etcd")  # systems we did not write (systems/)
 LABEL_RECIPE = "dledger-chaos.recipe"
 LABEL_SOURCES = "dledger-chaos.sources"
 RECIPE_FILES = ("base.sh", "packages.txt")
@@ -69,11 +71,54 @@ def node_files(nodes_dir: Path | None = None) -> list[tuple[str, Path]]:
     """The node image's build context: image files at the top, `nodes/` (the checkout's, or the
     package at `nodes_dir`) and the nemesis's `agents/` below."""
     files = [(name, IMAGE_DIR / name) for name in NODE_IMAGE_FILES]
-    for prefix, folder in (("nodes", nodes_dir or NODES_DIR), ("agents", AGENTS_DIR)):
-        for path in sorted(folder.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-                files.append((f"{prefix}/{path.relative_to(folder).as_posix()}", path))
-    return files
+    return files + _tree("nodes", nodes_dir or NODES_DIR) + _tree("agents", AGENTS_DIR)
+
+
+def _tree(prefix: str, folder: Path) -> list[tuple[str, Path]]:
+    """Every source file under `folder`, named `prefix/...` in a build context."""
+    return [(f"{prefix}/{path.relative_to(folder).as_posix()}", path) for path in sorted(folder.rglob("*"))
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"]
+
+
+@dataclass(frozen=True)
+class SystemImage:
+    """The image of a system under test that we did not write, FROM the base image: its recipe
+    (`recipe_dir`'s `recipe_files`, whose Dockerfile takes the build args BASE_IMAGE and
+    `version_arg`), the node image's sshd config and entry point and the nemesis's agents, so
+    the harness drives its containers as it drives a node's. Tagged `<repo>:<hash>` and labelled
+    with the hash, which covers those files, the pinned `version` and the base image's id."""
+
+    repo: str
+    what: str  # how the build log names it ("etcd-server 3.4.23 from bookworm")
+    recipe_dir: Path
+    recipe_files: tuple[str, ...]
+    version_arg: str
+    version: str
+
+    def files(self) -> list[tuple[str, Path]]:
+        recipe = [(name, self.recipe_dir / name) for name in self.recipe_files]
+        shared = [(name, IMAGE_DIR / name) for name in ("sshd_config", "entrypoint.sh")]
+        return recipe + shared + _tree("agents", AGENTS_DIR)
+
+    def sources(self, base_id: str) -> str:
+        return files_hash(self.files(), salt=f"{base_id}\0{self.version}")
+
+    def ensure(self, client: docker.DockerClient, base: str, log: Log = _stderr) -> str:
+        """The image on `base`, built now if it is missing or its recipe or base changed; its tag."""
+        try:
+            base_id = client.images.get(base).id
+        except docker.errors.ImageNotFound:
+            raise ImageBuildError(f"base image {base} is not built: run `make image` "
+                                  "(no registry is used, so it is never pulled)") from None
+        sources = self.sources(base_id)
+        ref = f"{self.repo}:{sources[:12]}"
+        if _find(client, ref, LABEL_SOURCES, sources):
+            log(f"{ref} is up to date")
+        else:
+            log(f"building {ref} ({self.what}) from {base}")
+            _build(client, ref, self.files(), {"BASE_IMAGE": base, self.version_arg: self.version},
+                   {LABEL_SOURCES: sources}, log)
+        return ref
 
 
 def debian_mirror(apt_dir: Path = Path("/etc/apt")) -> str:
@@ -153,28 +198,33 @@ def ensure_node_image(client: docker.DockerClient, base: str, log: Log = _stderr
         log(f"node image {ref} is up to date")
     else:
         log(f"building node image {ref} from {base}")
-        context = io.BytesIO()
-        with tarfile.open(fileobj=context, mode="w") as tar:
-            for name, path in files:
-                tar.add(path, arcname=name)
-        context.seek(0)
-        for chunk in client.api.build(fileobj=context, custom_context=True, tag=ref, rm=True, forcerm=True,
-                                      decode=True, buildargs={"BASE_IMAGE": base},
-                                      labels={LABEL_SOURCES: sources}):
-            if "error" in chunk:
-                raise ImageBuildError(f"building the node image failed: {chunk['error'].strip()}")
-            line = chunk.get("stream", "").rstrip()
-            if line:
-                log(f"  {line}")
+        _build(client, ref, files, {"BASE_IMAGE": base}, {LABEL_SOURCES: sources}, log)
     if mutant is None:
         client.api.tag(ref, NODE_REPO, "latest")
     return ref
 
 
+def _build(client: docker.DockerClient, ref: str, files: list[tuple[str, Path]], buildargs: dict[str, str],
+           labels: dict[str, str], log: Log) -> None:
+    """Build `ref` from a context of `files` (name in the context, path), logging each build line."""
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        for name, path in files:
+            tar.add(path, arcname=name)
+    context.seek(0)
+    for chunk in client.api.build(fileobj=context, custom_context=True, tag=ref, rm=True, forcerm=True,
+                                  decode=True, buildargs=buildargs, labels=labels):
+        if "error" in chunk:
+            raise ImageBuildError(f"building {ref} failed: {chunk['error'].strip()}")
+        line = chunk.get("stream", "").rstrip()
+        if line:
+            log(f"  {line}")
+
+
 def remove_images(client: docker.DockerClient) -> int:
-    """Remove every base and node image (the cache; the next run rebuilds); how many were removed."""
+    """Remove every image the project built (the cache; the next run rebuilds); how many."""
     removed = 0
-    for repo in (MUTANT_REPO, NODE_REPO, BASE_REPO):
+    for repo in (MUTANT_REPO, NODE_REPO, *SYSTEM_REPOS, BASE_REPO):
         for found in client.images.list(name=repo):
             client.images.remove(found.id, force=True)
             removed += 1

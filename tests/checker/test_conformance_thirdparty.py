@@ -44,7 +44,7 @@ def verdicts(spark, tmp_path_factory) -> dict[str, Any]:
     results = check_many([ResultsDir.open(p) for p in folders.values()], spark, witnesses=5)
     found: dict[str, Any] = dict(refused)
     for (name, key), result in zip(folders, results, strict=True):
-        found.setdefault(name, {})[key] = result
+        found.setdefault(name, {})[key] = {**result, "folder": str(folders[name, key])}
     return found
 
 
@@ -77,3 +77,20 @@ def test_each_jepsen_kafka_case_ends_with_the_checks_it_expects(verdicts, name):
     assert {key: _invalid(r) for key, r in found.items()} == case["ours"], case["why"]
     for result in found.values():
         assert result["valid"] is (not _invalid(result)), result["checks"]
+
+
+
+def test_the_report_and_timeline_of_imported_histories(verdicts):
+    """A clean imported key and an invalid one: the report says the verdict was judged from the
+    history alone and names the checks that did not apply; the timeline is written."""
+    from checkers.report import write_report
+
+    clean = next(iter(verdicts["c01-ok.txt"].values()))
+    bad = next(r for r in verdicts["c01-bad.txt"].values() if r["valid"] is False)
+    for result in (clean, bad):
+        folder = Path(result["folder"])
+        html = write_report(folder, result).read_text()
+        assert "Not applicable to this folder" in html and "election-safety" in html
+        assert (folder / "timeline.html").is_file()
+    assert "judged from the history alone" in write_report(Path(clean["folder"]), clean).read_text()
+    assert "Invalid." in write_report(Path(bad["folder"]), bad).read_text()
