@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,10 +36,12 @@ def suite_holding_a_cluster(tmp_path: Path, runner: tuple[str, ...] = ("-p", "no
     worker, as `make test` runs), once its cluster and checker service are up: (the process,
     {"project", "service": pid})."""
     ready, log = tmp_path / "ready.json", tmp_path / "suite.log"
+    # a short base folder: the suite's checker socket lies below it, and a socket path takes 107 bytes
+    base = Path(tempfile.mkdtemp(prefix="isuite-"))
     with log.open("w") as out:
         suite = subprocess.Popen(
             [sys.executable, "-m", "pytest", str(SUITE), "-q", *runner, "-p", "no:cacheprovider",
-             "--basetemp", str(tmp_path / "suite")],
+             "--basetemp", str(base)],
             cwd=REPO, env={**os.environ, "READY_FILE": str(ready)}, stdout=out, stderr=subprocess.STDOUT)
 
     def held() -> dict[str, Any] | None:
@@ -50,6 +54,7 @@ def suite_holding_a_cluster(tmp_path: Path, runner: tuple[str, ...] = ("-p", "no
         if suite.poll() is None:
             suite.kill()
             suite.wait()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def gone(pids: list[int]) -> bool:
