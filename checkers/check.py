@@ -24,8 +24,9 @@ from checkers.finallogs import FinalLogs, load_final_logs
 from checkers.history import load_history
 from checkers.layout import ResultsDir
 from checkers.preload import PRELOADED, Loaded
+from checkers.progress import Progress, Watch
 from checkers.replicas import load_stores, replica_disagreement, replica_flags
-from checkers.spark import session, shuffle_partitions_for
+from checkers.spark import running, session, shuffle_partitions_for
 from checkers.tables import Tables
 from checkers.verdict import INFORMATIONAL, decide, undecided
 
@@ -50,15 +51,23 @@ EXACT: tuple[Pass, ...] = (
 
 
 def check(
-    results_dir: Path | str, *, spark_master: str | None = None, witnesses: int = DEFAULT_WITNESSES
+    results_dir: Path | str,
+    *,
+    spark_master: str | None = None,
+    witnesses: int = DEFAULT_WITNESSES,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Check one results folder, write its results.json and return the verdict.
+    """Check one results folder, write its results.json and return the verdict; `progress`
+    hears what it is doing (`checkers.progress`).
 
     Raises InputError (naming file and line) when an input file is missing or malformed.
     """
     layout = ResultsDir.open(results_dir)
+    if progress is not None and not running():
+        progress("starting Spark")
     spark = session(spark_master)
-    result = check_many([layout], spark, witnesses=witnesses, loaded=PRELOADED.take(layout))[0]
+    loaded = PRELOADED.take(layout)
+    result = check_many([layout], spark, witnesses=witnesses, loaded=loaded, progress=progress)[0]
     (layout.path / "results.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
 
@@ -70,13 +79,15 @@ def check_many(
     witnesses: int = DEFAULT_WITNESSES,
     exact: bool = False,
     loaded: Loaded | None = None,
+    progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
     """Verdicts for many results folders, checked together in the same Spark jobs.
 
     The screen (`screen`) runs first; the exact checks run only when it cannot clear every
     history, or with `exact`. Either way the verdicts are the exact checks' verdicts.
     `loaded` holds `dirs`' history and final logs when they were loaded already, and the
-    screen's findings from them when it ran already (`preload`).
+    screen's findings from them when it ran already (`preload`). `progress` hears each stage
+    and how far Spark is (`checkers.progress`).
     """
     started = time.monotonic()
     lost_where: dict[int, dict[str, int]] = {}
@@ -86,7 +97,9 @@ def check_many(
     screened = None if exact or loaded.witnesses != witnesses else loaded.screened
     # Small jobs run beside the others (Spark takes jobs from many threads): the election
     # check, on the screen's path the stores' flags, and (in Python) what the nodes exercised.
-    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="check") as side:
+    side = ThreadPoolExecutor(max_workers=3, thread_name_prefix="check")
+    with Watch(spark, progress) as watch, side:
+        watch.stage("loading the history and final logs")
         replicas = None if exact else side.submit(replica_flags, spark, dirs)
         elections = side.submit(_elections, spark, dirs, witnesses)
         summaries = [side.submit(run_summary, d) for d in dirs]
@@ -100,6 +113,7 @@ def check_many(
         tables = Tables(history, finals, linearizable)
         try:
             ready = time.monotonic()
+            watch.stage(f"screening {history.lines:,} history lines")
             consumed = history.consumed
             found = {}
             if replicas is not None:
@@ -109,6 +123,8 @@ def check_many(
             screen_done = time.monotonic()
             ran_exact = exact or any(flagged.values())
             if ran_exact:
+                what = sorted({name for names in flagged.values() for name in names}) or ["asked"]
+                watch.stage(f"exact checks (the screen left: {', '.join(what)})")
                 parts = [
                     *[run(tables) for run in EXACT],
                     replica_disagreement(load_stores(spark, dirs), finals),
@@ -118,6 +134,7 @@ def check_many(
                 found = _merged(collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses),
                                 elections.result())
                 if any("lost" in checks for checks in found.values()):
+                    watch.stage("placing the lost appends")
                     lost_where = durability.lost_where(tables)
         finally:
             tables.unpersist()

@@ -1,6 +1,8 @@
 """Check a results folder: durability and linearizability of the log, replicas, elections.
 
-Checks on the checker service when one answers, else in this process; writes
+Checks on the checker service when one answers, else starts one in the background and checks
+on it (it exits after 10 minutes without a request; `--local` or $CHECKER_AUTOSTART=0 check in
+this process instead, `checkers.autostart`); writes
 RESULTS_DIR/results.json and RESULTS_DIR/report.html with the verdict, prints a verdict
 table, exits 0 valid, 1 invalid, 2 unknown, 254 on bad arguments or a missing/malformed
 input file, 255 on internal error.
@@ -12,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from checkers import autostart
 from checkers.anomalies import DEFAULT_WITNESSES
 from checkers.check import internal_error
 from checkers.jsonlines import InputError
@@ -33,7 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser, "checker service to use when it answers (default: $CHECKER_SOCKET, else the per-user one)"
     )
     parser.add_argument(
-        "--local", action="store_true", help="check in this process even when a checker service answers"
+        "--local",
+        action="store_true",
+        help="check in this process: use no checker service and start none",
     )
     parser.add_argument(
         "--witnesses",
@@ -44,6 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def say_progress(message: str) -> None:
+    """A check's progress line, on standard error (the verdict table goes to standard output)."""
+    print(f"checking: {message}", file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         result, checker = check_folder(
@@ -52,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
             witnesses=args.witnesses,
             sock=args.socket,
             local=args.local,
+            autostart=autostart.wanted(),
+            progress=say_progress,
         )
         print(table(result))
         print(f"wrote {Path(args.results_dir) / 'results.json'} (checked by {checker})")

@@ -4,7 +4,8 @@ A check in a fresh process spends most of its time starting Spark and compiling 
 warming its queries, not on the history: a service started once checks each folder with
 the JVM warm, about twice as fast (bench/README.md, "Checker scale"). It warms up on
 synthetic histories (`checkers.synth`) as it starts. `python -m checkers check` and
-`harness run` use it whenever its socket answers, else they check in their own process.
+`harness run` use it whenever its socket answers, else they check in their own process
+(`python -m checkers check` first starts one in the background: `checkers.autostart`).
 It runs until stopped, or until the process that started it exits (`--parent`) or no request
 has come for a while (`--idle-timeout`): see `checkers.lifeline`.
 
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from checkers.preload import Part
+    from checkers.progress import Progress
 
 
 class ServiceError(RuntimeError):
@@ -59,19 +61,24 @@ def default_socket() -> Path:
     return Path(chosen) if chosen else Path(tempfile.gettempdir()) / f"dledger-checker-{os.getuid()}.sock"
 
 
-def request(path: Path, payload: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-    """Send one request to the service at `path` and return its reply (OSError if none)."""
+def request(
+    path: Path, payload: dict[str, Any], timeout: float | None = None, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Send one request to the service at `path` and return its reply (OSError if none); the
+    `{"progress": ...}` lines a check sends before it go to `progress`."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
         sock.connect(str(path))
         sock.sendall((json.dumps(payload) + "\n").encode())
         with sock.makefile("rb") as replies:
-            line = replies.readline()
+            while (line := replies.readline()) and "progress" in (reply := json.loads(line)):
+                if progress is not None:
+                    progress(reply["progress"])
     if not line:
         raise ServiceError(
             f"the checker service at {path} closed the connection without a reply (did it stop?)"
         )
-    return json.loads(line)
+    return reply
 
 
 def ping(path: Path) -> dict[str, Any] | None:
@@ -100,23 +107,35 @@ def check_folder(
     witnesses: int,
     sock: Path | None = None,
     local: bool = False,
+    autostart: bool = False,
+    progress: Progress | None = None,
 ) -> tuple[dict[str, Any], str]:
     """Check `results_dir` on the service when one answers at `sock` on the same master, else
-    in this process. Returns the verdict and what checked it; raises InputError on bad input.
+    in this process, or with `autostart` on a service it starts in the background
+    (`checkers.autostart`); `progress` hears how the check goes. Returns the verdict and what
+    checked it; raises InputError on bad input.
     """
+    from checkers import autostart as daemon
     from checkers.check import check
 
     path = sock or default_socket()
     status = None if local else serving(path, spark_master)
+    started = ""
+    if status is None and autostart and not local:
+        print(f"starting a checker service at {path} (log {daemon.log_path(path)})", file=sys.stderr)
+        status = daemon.start(path, spark_master) or serving(path, spark_master)  # or a rival's
+        started = f", started by this check: it exits after {daemon.IDLE_S} s without a request"
     if status is None:
-        return check(results_dir, spark_master=spark_master, witnesses=witnesses), "this process"
+        verdict = check(results_dir, spark_master=spark_master, witnesses=witnesses, progress=progress)
+        return verdict, "this process"
     if status["state"] != "ready":
         print(f"the checker service at {path} is {status['state']}; the check waits for it", file=sys.stderr)
     reply = request(
-        path, {"op": "check", "results_dir": str(Path(results_dir).resolve()), "witnesses": witnesses}
+        path, {"op": "check", "results_dir": str(Path(results_dir).resolve()), "witnesses": witnesses},
+        progress=progress,
     )
     if reply["ok"]:
-        return reply["result"], f"the checker service at {path} (pid {status['pid']})"
+        return reply["result"], f"the checker service at {path} (pid {status['pid']}{started})"
     if reply["exit"] == EXIT_BAD_ARGS:
         raise InputError(reply["error"])
     raise ServiceError(f"the checker service at {path}: {reply['error']}")
@@ -213,8 +232,9 @@ class Service:
             "pid": os.getpid(),
         }
 
-    def answer(self, req: Any) -> dict[str, Any]:
-        """The reply to one request; a failed check never stops the service."""
+    def answer(self, req: Any, progress: Progress | None = None) -> dict[str, Any]:
+        """The reply to one request (a check tells `progress` how it goes); a failed check never
+        stops the service."""
         op = req.get("op") if isinstance(req, dict) else None
         if op == "ping":
             return self.status()
@@ -236,7 +256,7 @@ class Service:
             if part not in PARTS:
                 return _failure(EXIT_BAD_ARGS, f"bad part {part!r}: expected one of {', '.join(PARTS)}")
             return self._load(Path(req["results_dir"]), part, witnesses)
-        return self._check(Path(req["results_dir"]), witnesses)
+        return self._check(Path(req["results_dir"]), witnesses, progress)
 
     def _load(self, results_dir: Path, part: Part, witnesses: int) -> dict[str, Any]:
         from checkers.check import internal_error
@@ -254,13 +274,13 @@ class Service:
                 return _failure(EXIT_INTERNAL, internal_error(e, self.master))
         return {"ok": True}
 
-    def _check(self, results_dir: Path, witnesses: int) -> dict[str, Any]:
+    def _check(self, results_dir: Path, witnesses: int, progress: Progress | None) -> dict[str, Any]:
         from checkers.check import check, internal_error
 
         with self._lock:
             started = time.monotonic()
             try:
-                result = check(results_dir, spark_master=self.master, witnesses=witnesses)
+                result = check(results_dir, spark_master=self.master, witnesses=witnesses, progress=progress)
             except InputError as e:
                 _log(f"{results_dir}: {e}")
                 return _failure(EXIT_BAD_ARGS, str(e))
@@ -291,8 +311,14 @@ class _Handler(socketserver.StreamRequestHandler):
         else:
             service: Service = self.server.service  # type: ignore[attr-defined]
             with service.idle.busy():
-                reply = service.answer(req)
+                reply = service.answer(req, self._progress)
         self.wfile.write((json.dumps(reply) + "\n").encode())
+
+    def _progress(self, message: str) -> None:
+        """A progress line to the client; one that hung up misses it, the check goes on."""
+        with contextlib.suppress(OSError):
+            self.wfile.write((json.dumps({"progress": message}) + "\n").encode())
+            self.wfile.flush()
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):

@@ -49,6 +49,11 @@ def shuffle_partitions_for(input_bytes: int, cores: int) -> int:
     return min(256, max(cores, input_bytes // PARTITION_BYTES + 1))
 
 
+def running() -> bool:
+    """Whether this process has a Spark session already (then `session` starts nothing)."""
+    return SparkContext._active_spark_context is not None
+
+
 def session(
     master: str | None = None, *, shuffle_partitions: int = 2, driver_memory: str | None = None
 ) -> SparkSession:

@@ -193,13 +193,15 @@ def run_test(args: argparse.Namespace, faults: list[str], name: str, seed: int) 
 
 def check_run(args: argparse.Namespace, run_dir: Path, preload: Preload | None = None) -> dict[str, Any]:
     """Check the run with the Spark checker (once `preload` is done) and print the verdict."""
+    from checkers.checkcli import say_progress
     from checkers.service import check_folder
     from checkers.verdict import table
 
     print("checking ...", file=sys.stderr)
     if preload is not None:
         preload.join()
-    result, checker = check_folder(run_dir, spark_master=args.spark_master, witnesses=args.witnesses)
+    result, checker = check_folder(run_dir, spark_master=args.spark_master, witnesses=args.witnesses,
+                                   progress=say_progress)
     print(f"checked by {checker}", file=sys.stderr)
     print(table(result))
     return result

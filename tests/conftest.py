@@ -14,6 +14,7 @@ import pytest
 # A checker service a developer left running must not check the tests' folders: the tests
 # point the default socket at a folder nobody creates; those that want a service start
 # their own on a socket of their own.
+os.environ["CHECKER_AUTOSTART"] = "0"  # a check in a test never leaves a service behind
 os.environ["CHECKER_SOCKET"] = str(Path(tempfile.gettempdir()) / "no-checker-service" / f"{os.getpid()}.sock")
 
 

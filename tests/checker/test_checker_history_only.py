@@ -242,6 +242,15 @@ def test_history_lost_says_where_the_lost_entries_sit(verdicts):
     assert lost["witnesses"][0]["id"] == "a" and lost["witnesses"][0]["covered_by"] is not None
 
 
+def test_a_check_says_what_it_is_doing(spark, verdicts):
+    heard: list[str] = []
+    folders = [ResultsDir.open(verdicts[name][0]) for name in ("clean-indexed", "reordered-acks")]
+    check_many(folders, spark, progress=heard.append)
+    assert heard[0] == "loading the history and final logs"
+    assert heard[1].startswith("screening ") and heard[1].endswith(" history lines")
+    assert heard[2].startswith("exact checks (the screen left: ") and "no final logs" in heard[2]
+
+
 def test_witnesses_name_what_the_rule_saw(verdicts):
     _, result = verdicts["acked-at-1-read-at-3"]
     (w,) = result["checks"]["index-mismatch"]["witnesses"]

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from checkers.autostart import IDLE_S
 from checkers.service import ping
+from checkers.synth import simulate
 from harness.wait import wait_for
 from tests.support.checkerservice import checker_service
 from tests.support.processes import children, command, java_children, running
@@ -60,3 +62,32 @@ def test_a_service_with_an_idle_time_stops_when_no_request_comes(tmp_path: Path)
         assert proc.returncode == 0
         wait_for(lambda: not any(running(pid) for pid in jvms), 30, f"its JVM {jvms} outlived it")
         assert "stopping: no request for 2 s" in log.read_text()
+
+
+def test_a_check_starts_a_service_that_later_checks_reuse(tmp_path: Path) -> None:
+    """`python -m checkers check` with no service answering starts one in the background (its own
+    session: it outlives the check, with an idle time), and the next check goes through it."""
+    folder = simulate(3, 40).write(tmp_path / "run")
+    sock = tmp_path / "auto.sock"
+    env = {**os.environ, "CHECKER_AUTOSTART": "1", "CHECKER_SOCKET": str(sock)}
+    argv = [sys.executable, "-m", "checkers", "check", str(folder)]
+    first = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    status = ping(sock)
+    assert status is not None, first.stderr
+    jvms = java_children(status["pid"])
+    try:
+        assert first.returncode == 2, first.stderr  # valid but for the missing store files: unknown
+        assert f"starting a checker service at {sock}" in first.stderr
+        assert "started by this check" in first.stdout
+        assert status["state"] == "ready" and status["checks"] == 1 and len(jvms) == 1
+        second = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert second.returncode == 2, second.stderr
+        assert f"checked by the checker service at {sock} (pid {status['pid']})" in second.stdout
+        assert "started by this check" not in second.stdout
+        assert ping(sock)["checks"] == 2
+        assert f"--idle-timeout {IDLE_S}" in command(status["pid"])
+    finally:
+        if ping(sock) is not None:
+            subprocess.run([sys.executable, "-m", "checkers", "serve", "--socket", str(sock), "--stop"],
+                           cwd=ROOT, capture_output=True, timeout=60)
+    wait_for(lambda: not any(running(pid) for pid in (status["pid"], *jvms)), 60, "it outlived --stop")
