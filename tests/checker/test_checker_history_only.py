@@ -180,6 +180,32 @@ def _failed_read_elsewhere() -> History:
     return h
 
 
+def _read_of_nobodys_id() -> History:
+    h = History()
+    h.append(0, "a")
+    h.read(1, [(0, "a"), (1, "ghost")])
+    return h
+
+
+def _read_with_a_gap() -> History:
+    h = History()
+    for k, x in enumerate("abc"):
+        h.append(0, x, log_index=k)
+    h.read(1, [(0, "a"), (2, "c")], **{"from": 0, "to": 2})
+    return h
+
+
+def _later_read_sees_less() -> History:
+    h = History()
+    h.invoke(0, "append", {"id": "a"})
+    h.invoke(3, "append", {"id": "b"})
+    h.read(1, [(0, "a"), (1, "b")])
+    h.read(1, [(0, "a")])  # invoked after the first returned, and sees a shorter log
+    h.complete("info", 0, "append", {"id": "a"})
+    h.complete("info", 3, "append", {"id": "b"})
+    return h
+
+
 CASES: dict[str, tuple[Any, set[str]]] = {
     "clean-unindexed": (_clean_unindexed, set()),
     "clean-indexed": (_clean_indexed, set()),
@@ -194,6 +220,9 @@ CASES: dict[str, tuple[Any, set[str]]] = {
     "consumed-and-read-elsewhere": (_consumed_and_read_elsewhere, {"duplicate"}),
     "seen-only-by-a-failed-read": (_seen_only_by_a_failed_read, {"skipped-offset"}),
     "failed-read-elsewhere": (_failed_read_elsewhere, {"index-mismatch"}),
+    "read-of-nobodys-id": (_read_of_nobodys_id, {"phantom"}),
+    "read-with-a-gap": (_read_with_a_gap, {"hole", "lost"}),  # it went past b, which nothing returned
+    "later-read-sees-less": (_later_read_sees_less, {"nonmonotonic-read"}),
 }
 
 
