@@ -284,3 +284,28 @@ def test_the_readme_has_an_example_for_every_fault_family_and_mode() -> None:
             modes.add(args.mode)
     assert sorted(set(catalogue.FAMILIES) - named) == [], "families with no `--nemesis <family>` example"
     assert sorted(set(MODES) - modes) == [], "modes with no `--mode <mode>` example"
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+OUTSIDE = ("DESIGN.md", "DLEDGER-SPEC.md")  # the design notes the project started from, not in a clone
+
+
+def _pages() -> list[Path]:
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "bench" / "README.md"]
+
+
+@pytest.mark.parametrize("page", _pages(), ids=lambda p: str(p.relative_to(REPO)))
+def test_every_link_of_the_docs_points_into_the_repository(page: Path) -> None:
+    """A person who clones the project has every page and file the docs link to."""
+    targets = [t for t in LINK.findall(page.read_text()) if not re.match(r"^[a-z]+:", t)]
+    missing = [t for t in targets if not (page.parent / t).exists()]
+    assert not missing, f"{page.relative_to(REPO)} links to files that are not in the repository: {missing}"
+
+
+def test_nothing_cites_the_design_notes_outside_the_repository() -> None:
+    folders = ("docs", "nodes", "harness", "nemesis", "checkers", "systems", "tests", "bench")
+    kinds = (".py", ".md", ".j2", ".sh")
+    sources = [p for folder in folders for p in (REPO / folder).rglob("*") if p.suffix in kinds]
+    citing = sorted(str(p.relative_to(REPO)) for p in [REPO / "README.md", *sources]
+                    if p.is_file() and p != Path(__file__) and any(n in p.read_text() for n in OUTSIDE))
+    assert not citing, f"these cite {' or '.join(OUTSIDE)}, which a clone does not have: {citing}"
