@@ -275,6 +275,10 @@ def test_a_check_says_what_it_is_doing(spark, verdicts):
     heard: list[str] = []
     folders = [ResultsDir.open(verdicts[name][0]) for name in ("clean-indexed", "reordered-acks")]
     check_many(folders, spark, progress=heard.append)
+    stages = [m for m in heard if " tasks of " not in m]  # Spark's task counts come in between
+    counts = [m for m in heard if m not in stages]
+    assert all(m.rsplit(": ", 1)[0] in stages and m.endswith(" Spark stage(s)") for m in counts)
+    heard = stages
     assert heard[0] == "loading the history and final logs"
     assert heard[1].startswith("screening ") and heard[1].endswith(" history lines")
     assert heard[2].startswith("exact checks (the screen left: ") and "no final logs" in heard[2]
