@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import traceback
 from pathlib import Path
 
 from checkers.importers import jepsen, porcupine
@@ -46,8 +45,9 @@ def run(args: argparse.Namespace) -> int:
     except Refused as e:
         print(f"import: refused: {e}", file=sys.stderr)
         return EXIT_BAD_ARGS
-    except Exception:
-        traceback.print_exc()
+    except Exception as e:  # a bug of the importer: say what, in one line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        print(f"import: internal error: {type(e).__name__}: {first}", file=sys.stderr)
         return EXIT_INTERNAL
     report(imported, written)
     return 0

@@ -218,3 +218,17 @@ def test_porcupines_kv_files_import(tmp_path, name, capsys):
         assert "cut before its first put (line 29): 3 operations from the put on left out" in out
     if name == "c10-bad":
         assert sorted(manifest["refused"]) == ["2", "8"]  # their first operation is a put
+
+
+def test_an_importer_bug_is_one_line_and_exits_255(tmp_path, capsys, monkeypatch):
+    from checkers import importcli
+
+    def broken(path: Path) -> Any:
+        raise RuntimeError("the splitter lost its place\nsecond line")
+
+    monkeypatch.setitem(importcli.IMPORTERS, "porcupine-kv", broken)
+    path = source(tmp_path, kv(0, "invoke", "append", "k", "a"))
+    assert cli("porcupine-kv", str(path), str(tmp_path / "out")) == 255
+    err = capsys.readouterr().err
+    assert err == "import: internal error: RuntimeError: the splitter lost its place\n"
+    assert not (tmp_path / "out").exists()
