@@ -123,3 +123,15 @@ def via_checker_service(warm_checker_socket: Path, monkeypatch: pytest.MonkeyPat
     otherwise); the service is the same checker (tests/checker/test_checker_service.py)."""
     monkeypatch.setenv("CHECKER_SOCKET", str(warm_checker_socket))
     return warm_checker_socket
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    """The Docker engine, for every test that starts containers (a test fails when it is missing)."""
+    from harness.cluster import connect
+    from harness.errors import EngineUnavailable
+
+    try:
+        return connect()
+    except EngineUnavailable as e:
+        pytest.fail(str(e))

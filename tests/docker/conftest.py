@@ -8,28 +8,17 @@ from collections.abc import Iterator
 import docker
 import pytest
 
-from harness.cluster import connect
 from harness.db import Db
-from harness.errors import EngineUnavailable
 from harness.image import ensure_images
+from tests.support.images import shown_build
 
 NO_SERVE = "`python -m nodes serve` (nodes/serve.py, issue 4) is not in the checkout yet"
 
 
 @pytest.fixture(scope="session")
-def docker_client() -> docker.DockerClient:
-    try:
-        return connect()
-    except EngineUnavailable as e:
-        pytest.fail(str(e))
-
-
-@pytest.fixture(scope="session")
 def node_image(docker_client: docker.DockerClient, request: pytest.FixtureRequest) -> str:
     """The node image for this checkout; the build's progress is shown even under output capture."""
-    capture = request.config.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled():
-        return ensure_images(docker_client, log=lambda line: print(f"[image] {line}", flush=True))
+    return shown_build(request, "image", lambda log: ensure_images(docker_client, log=log))
 
 
 @pytest.fixture(scope="session")

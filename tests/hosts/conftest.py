@@ -23,7 +23,6 @@ from harness.hostsdb import leftovers
 from harness.image import IMAGE_DIR, ensure_base, files_hash
 from harness.inventory import load_inventory
 from harness.keys import KeyPair, create_key_pair
-from tests.docker import conftest as docker_fixtures
 from tests.support.compose import compose_project
 from tests.support.compose import leftovers as compose_leftovers
 
@@ -32,9 +31,6 @@ IMAGE_REPO = "dledger-chaos/ssh-host"
 LABEL = {"dledger-chaos.test": "ssh-hosts"}
 NAMES = ("n1", "n2", "n3", "bare")
 DATA_DIR = "/var/lib/dledger-chaos-test"
-
-
-docker_client = docker_fixtures.docker_client  # the engine, as the Docker tests get it
 
 
 @dataclass(frozen=True)

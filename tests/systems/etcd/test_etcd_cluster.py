@@ -39,10 +39,10 @@ def started(cluster: EtcdContainers) -> EtcdClient:
 
 
 @pytest.fixture(scope="module")
-def etcd3(etcd_docker: docker.DockerClient, etcd_image: str) -> Iterator[Etcd3]:
-    with EtcdContainers(etcd_docker, etcd_image, 3) as cluster:
+def etcd3(docker_client: docker.DockerClient, etcd_image: str) -> Iterator[Etcd3]:
+    with EtcdContainers(docker_client, etcd_image, 3) as cluster:
         yield cluster, started(cluster)
-    assert leftovers(etcd_docker, cluster.run_id) == []
+    assert leftovers(docker_client, cluster.run_id) == []
 
 
 def append_until_ok(client: EtcdClient, append_id: str, timeout: float = ELECT_S) -> AppendOk:
@@ -97,13 +97,13 @@ def test_move_leader_changes_the_leader(etcd3: Etcd3) -> None:
     wait_for(lambda: client.leader() == target, ELECT_S, f"{target} did not become leader")
 
 
-def test_appends_go_on_after_a_kill_9_of_the_leader(etcd_docker: docker.DockerClient,
+def test_appends_go_on_after_a_kill_9_of_the_leader(docker_client: docker.DockerClient,
                                                     etcd3: Etcd3) -> None:
     cluster, client = etcd3
     victim = client.leader()
     assert victim is not None
     cluster.kill(victim)
-    assert etcd_docker.containers.get(cluster.container_name(victim)).status == "exited"
+    assert docker_client.containers.get(cluster.container_name(victim)).status == "exited"
     survivors = EtcdClient({name: endpoint for name, endpoint in client.endpoints.items() if name != victim})
     wait_for(lambda: survivors.leader() not in (None, victim), ELECT_S, "no new leader among the survivors")
     acks = [append_until_ok(survivors, f"k-{i}") for i in range(10)]
@@ -124,20 +124,20 @@ def _answers(client: EtcdClient, node: str, length: int) -> list[tuple[int, str]
     return log if len(log) >= length else None
 
 
-def test_unsafe_no_fsync_is_accepted(etcd_docker: docker.DockerClient, etcd_image: str) -> None:
-    with EtcdContainers(etcd_docker, etcd_image, 3, EtcdOptions(unsafe_no_fsync=True)) as cluster:
+def test_unsafe_no_fsync_is_accepted(docker_client: docker.DockerClient, etcd_image: str) -> None:
+    with EtcdContainers(docker_client, etcd_image, 3, EtcdOptions(unsafe_no_fsync=True)) as cluster:
         client = started(cluster)
         assert [client.append(f"u-{i}").log_index for i in range(5)] == list(range(5))
         assert [append_id for _, append_id in client.read().entries] == [f"u-{i}" for i in range(5)]
         for node in cluster.names:
-            container = etcd_docker.containers.get(cluster.container_name(node))
+            container = docker_client.containers.get(cluster.container_name(node))
             assert container.status == "running"
             assert "--unsafe-no-fsync" in container.attrs["Args"]
         # etcd 3.4.23's --help and start-up log never name the flag, but its flag set knows it: a bad
         # value is refused as this flag's, where an unknown flag is "not defined"
-        member = etcd_docker.containers.get(cluster.container_name("n1"))
+        member = docker_client.containers.get(cluster.container_name("n1"))
         bad_value = member.exec_run(["/usr/bin/etcd", "--unsafe-no-fsync=maybe", "--data-dir=/tmp/x"])
         assert bad_value.exit_code == 2 and b"for -unsafe-no-fsync" in bad_value.output
         unknown = member.exec_run(["/usr/bin/etcd", "--unsafe-no-such-flag", "--data-dir=/tmp/x"])
         assert unknown.exit_code == 2 and b"flag provided but not defined" in unknown.output
-    assert leftovers(etcd_docker, cluster.run_id) == []
+    assert leftovers(docker_client, cluster.run_id) == []

@@ -28,12 +28,12 @@ def test_the_hash_follows_the_base_and_the_pinned_version() -> None:
 
 
 @pytest.mark.docker
-def test_the_image_is_labelled_with_its_hash_and_runs_the_pinned_etcd(etcd_docker: docker.DockerClient,
+def test_the_image_is_labelled_with_its_hash_and_runs_the_pinned_etcd(docker_client: docker.DockerClient,
                                                                        etcd_image: str) -> None:
-    built = etcd_docker.images.get(etcd_image)
+    built = docker_client.images.get(etcd_image)
     assert etcd_image.startswith(f"{image.ETCD_REPO}:")
     assert built.labels[LABEL_SOURCES].startswith(etcd_image.split(":")[1])
-    container = etcd_docker.containers.create(  # labelled: `harness clean` finds it after a crash
+    container = docker_client.containers.create(  # labelled: `harness clean` finds it after a crash
         etcd_image, ["/usr/bin/etcd", "--version"], labels={LABEL_RUN: "etcd-image-test"})
     try:
         container.start()

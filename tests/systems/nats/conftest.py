@@ -7,29 +7,18 @@ from collections.abc import Iterator
 import docker
 import pytest
 
-from harness.cluster import connect
-from harness.errors import EngineUnavailable
 from harness.image import ensure_base
 from systems.nats.image import ensure_nats_image
+from tests.support.images import shown_build
 from tests.systems.nats.natscluster import NatsCluster, nats_cluster
-
-
-@pytest.fixture(scope="session")
-def docker_client() -> docker.DockerClient:
-    try:
-        return connect()
-    except EngineUnavailable as e:
-        pytest.fail(str(e))
 
 
 @pytest.fixture(scope="session")
 def nats_image(docker_client: docker.DockerClient, request: pytest.FixtureRequest) -> str:
     """The NATS image; the build's progress is shown even under output capture."""
-    capture = request.config.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled():
-        def log(line: str) -> None:
-            print(f"[image] {line}", flush=True)
-        return ensure_nats_image(docker_client, ensure_base(docker_client, log), log)
+    return shown_build(
+        request, "image", lambda log: ensure_nats_image(docker_client, ensure_base(docker_client, log), log)
+    )
 
 
 @pytest.fixture(scope="module")
