@@ -22,7 +22,7 @@ from checkers.elections import election_safety, load_events
 from checkers.exercised import run_summary
 from checkers.finallogs import FinalLogs, load_final_logs
 from checkers.history import load_history
-from checkers.layout import ResultsDir
+from checkers.layout import INPUTS, ResultsDir
 from checkers.preload import PRELOADED, Loaded
 from checkers.progress import Progress, Watch
 from checkers.replicas import load_stores, replica_disagreement, replica_flags
@@ -150,19 +150,19 @@ def check_many(
     }
     results = []
     for hid, layout in enumerate(dirs):
-        undecidable, not_applicable, notes = _undecidable(layout, finals.ends.get(hid, {}))
+        ends = finals.ends.get(hid, {})
+        missing = _missing_inputs(layout, ends)
+        undecidable, not_applicable, notes = _undecidable(layout, ends, missing)
         stats = {
             **history.stats.get(hid, {}),
-            "final_log_ends": finals.ends.get(hid, {}),
+            "final_log_ends": ends,
             "cluster_log_node": finals.longest.get(hid),
             "screen": None if exact else flagged[hid],
             **timing,
         }
         if layout.fault_log is not None:
             stats["faults"] = layout.fault_log
-        present = frozenset(["history", *(["final-logs"] if hid in finals.longest else []),
-                             *(["events"] if layout.event_logs() else []),
-                             *(["stores"] if layout.store_dirs() else [])])
+        present = frozenset(INPUTS) - missing.keys()
         verdict = decide(found.get(hid, {}), undecidable, layout.read_mode, stats, [*layout.notes, *notes],
                          not_applicable, present)
         if hid in lost_where:
@@ -205,20 +205,25 @@ def _input_bytes(dirs: list[ResultsDir]) -> int:
     )
 
 
-def _undecidable(
-    layout: ResultsDir, ends: dict[str, int]
-) -> tuple[dict[str, str], dict[str, str], list[str]]:
-    """Checks this folder gives nothing to decide on (check -> why), checks that do not apply
-    to it (check -> why), and notes for people."""
+def _missing_inputs(layout: ResultsDir, ends: dict[str, int]) -> dict[str, str]:
+    """The inputs (`layout.INPUTS`) the folder lacks -> what is missing."""
     missing: dict[str, str] = {}
-    notes: list[str] = []
     if not ends:
         missing["final-logs"] = "no final logs (final/<node>.jsonl)"
     if not layout.event_logs():
         missing["events"] = "no events (nodes/<node>/events.jsonl)"
-    stores = layout.store_dirs()
-    if not stores:
+    if not layout.store_dirs():
         missing["stores"] = "no store files collected (nodes/<node>/data/)"
+    return missing
+
+
+def _undecidable(
+    layout: ResultsDir, ends: dict[str, int], missing: dict[str, str]
+) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """Checks this folder gives nothing to decide on (check -> why), checks that do not apply
+    to it (check -> why), and notes for people; `missing` is `_missing_inputs`."""
+    notes: list[str] = []
+    stores = layout.store_dirs()
     why, not_applicable = undecided(layout.inputs, missing)
     if "final-logs" not in layout.inputs:
         return why, not_applicable, notes
