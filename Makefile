@@ -45,7 +45,7 @@ compare: setup debootstrap
 # flush policies, sizes, the must-fail controls and a few seeded node bugs, within NIGHTLY_BUDGET
 # minutes; writes results/nightly-<time>/ with junit.xml.
 # NIGHTLY_HOSTS=hosts.toml runs it on the machines of that inventory instead of containers.
-NIGHTLY_BUDGET ?= 35
+NIGHTLY_BUDGET ?= 40
 NIGHTLY_HOSTS ?=
 nightly: setup sim-build $(if $(NIGHTLY_HOSTS),,debootstrap)
 	$(PY) -m harness nightly --budget-min $(NIGHTLY_BUDGET)$(if $(NIGHTLY_HOSTS), --hosts $(NIGHTLY_HOSTS))

@@ -36,8 +36,11 @@ COLUMNS = (("mode", "mode"), ("verdict", "verdict"), ("acknowledged", "acked"), 
            ("consumer_stall_s", "stall s"), ("throughput", "acks/s"))
 
 
+NOT_COMPARED = ("system", "mode", "mutant", "nats-sync-interval")  # compare runs our node's modes
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    flags.add_arguments(parser, without=("mode", "mutant"))
+    flags.add_arguments(parser, without=NOT_COMPARED)
     parser.add_argument("--modes", default=",".join(MODES),
                         help=f"the modes to compare, comma-separated (default {','.join(MODES)})")
 
@@ -55,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     for mode in modes:
         mode_args = copy.copy(args)
         mode_args.mode, mode_args.seed, mode_args.test_count, mode_args.mutant = mode, seed, 1, None
+        mode_args.system, mode_args.nats_sync_interval = "dledger", None
         try:
             flags.validate(mode_args)
         except ValueError as e:

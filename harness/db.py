@@ -53,11 +53,11 @@ from typing import Any
 from harness.cluster import DATA_DIR, DISK_DIR, NODE_PORT, Cluster, Node, connect, new_run_id
 from harness.control import Ssh
 from harness.errors import HarnessError
-from harness.image import ensure_images
 from harness.keys import create_key_pair
-from harness.mutants.build import image_source
 from harness.sshnodes import SshNodes
+from harness.system import System
 from nodes.peers import Address
+from systems.dledger import Dledger
 
 PIDFILE = "/run/dledger-node.pid"
 STORE_DIR = f"{DISK_DIR}/store"  # with `fuse`: what the power-loss file system keeps on the volume
@@ -67,15 +67,17 @@ FUSE_LOG_DIR = f"{DISK_DIR}/log"
 class Db(SshNodes):
     """A cluster of N DLedger nodes in containers of one run; see the module doc."""
 
-    def __init__(self, nodes: int = 3, *, serve_args: Sequence[str] = (), run_id: str | None = None,
-                 key_dir: Path | None = None, image: str | None = None, fuse: bool = False,
-                 node_args: Mapping[str, Sequence[str]] | None = None, mutant: str | None = None):
-        super().__init__(serve_args, fuse, pidfile=PIDFILE, data_dir=DATA_DIR, store_dir=STORE_DIR,
-                         fuse_log_dir=FUSE_LOG_DIR, node_args=node_args)
+    def __init__(self, nodes: int = 3, *, system: System | None = None, serve_args: Sequence[str] = (),
+                 run_id: str | None = None, key_dir: Path | None = None, image: str | None = None,
+                 fuse: bool = False, node_args: Mapping[str, Sequence[str]] | None = None):
+        """`system` (default: our DLedger node, started with `serve_args` and each node's `node_args`)
+        runs in containers of `image` (default: the system's own image, built when stale)."""
+        system = system or Dledger(serve_args, node_args or {})
+        super().__init__(system, fuse, pidfile=PIDFILE, data_dir=DATA_DIR, store_dir=STORE_DIR,
+                         fuse_log_dir=FUSE_LOG_DIR)
         self.run_id = run_id or new_run_id()
         self.size = nodes
         self._image = image
-        self._mutant = mutant
         self._key_dir = key_dir
         self._own_key_dir: tempfile.TemporaryDirectory[str] | None = None
         self._cluster: Cluster | None = None
@@ -89,7 +91,7 @@ class Db(SshNodes):
         """Build or reuse the images, create the network and containers, open one SSH connection per node."""
         try:
             client = connect()
-            image = self._image or ensure_images(client, mutant=image_source(self._mutant))
+            image = self._image or self.system.image(client)
             if self._key_dir is None:
                 self._own_key_dir = tempfile.TemporaryDirectory(prefix=f"dlc-{self.run_id}-ssh-")
             key_dir = self._key_dir or Path(self._own_key_dir.name)
@@ -100,6 +102,7 @@ class Db(SshNodes):
             for name, node in self._nodes.items():
                 self._ssh[name] = Ssh("127.0.0.1", node.ssh_port, pkey, name=name)
                 self._ssh[name].connect()
+            self.system.install(self)
         except BaseException:
             self.teardown()
             raise

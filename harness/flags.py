@@ -14,8 +14,11 @@ from typing import Any, NoReturn
 
 from harness.inventory import Inventory, load_inventory
 from harness.modes import MIXED, MODES
+from harness.system import System, refusals
 from nemesis import catalogue
+from nemesis.base import comma_list
 from nodes.messages import ReadMode
+from systems import SYSTEMS
 
 NODES = 5  # the cluster size of a run in containers unless --nodes says otherwise
 
@@ -35,6 +38,7 @@ class Flag:
     check: Callable[[Any], str | None] | None = None
     replay: bool = True
     switch: bool = False
+    system: str | None = None  # the system this flag is an option of (None: every system's)
 
     @property
     def dest(self) -> str:
@@ -53,10 +57,25 @@ def _fraction(value: float) -> str | None:
     return None if 0 <= value <= 1 else "must be between 0 and 1"
 
 
+def _sync_interval(value: str) -> str | None:
+    from systems.nats.config import parse_sync_interval
+
+    try:
+        parse_sync_interval(value)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
 FLAGS: tuple[Flag, ...] = (
+    Flag("system", "dledger", "the system under test: " + "; ".join(f"{n}: {h}" for n, h in SYSTEMS.items()),
+         choices=tuple(SYSTEMS)),
     Flag("mode", "dledger", "the design under test: " + "; ".join(
         f"{m.name}: {m.help}" for m in MODES.values()),
-         choices=tuple(MODES)),
+         choices=tuple(MODES), system="dledger"),
+    Flag("nats-sync-interval", "default", "how often nats-server fsyncs its stream files: always (before "
+         "each acknowledgement), a Go duration (10s, 500ms), or default (the server's own: every 2 minutes, "
+         "acknowledging before)", check=_sync_interval, system="nats"),
     Flag("nodes", None, f"cluster size, 3 to 9 (default {NODES}; with --hosts, every host of the inventory, "
                         "or its first N)", int,
          check=lambda n: None if 3 <= n <= 9 else "give 3 to 9 nodes"),
@@ -71,16 +90,17 @@ FLAGS: tuple[Flag, ...] = (
          check=lambda n: None if n >= 1 else "must be at least 1"),
     Flag("payload-size", 100, "bytes per appended body", int, check=_not_negative),
     Flag("flush", "sync", "node flush policy: sync (fsync before ack) or async (DLedger's)",
-         choices=("async", "sync")),
+         choices=("async", "sync"), system="dledger"),
     Flag("timing", "default", "node timing profile: default (failover in about a second) or dledger "
                                "(DLedger's: 2 s heartbeats, about 6 s failover)",
-         choices=("default", "dledger")),
-    Flag("read-mode", None, "how nodes serve reads (default mixed: each read read-index or lease at random, "
-                            "nodes guarding leases; committed in master-slave modes, which have no "
-                            "linearizable read)", choices=(MIXED, *(m.label for m in ReadMode))),
+         choices=("default", "dledger"), system="dledger"),
+    Flag("read-mode", None, "how reads are served and held (dledger: default mixed, each read read-index or "
+                            "lease at random, nodes guarding leases; committed in master-slave modes, which "
+                            "have no linearizable read; nats: committed, reads by seq through the stream "
+                            "leader)", choices=(MIXED, *(m.label for m in ReadMode))),
     Flag("read-fraction", 0.25, "share of ops that are reads", float, check=_fraction),
     Flag("consumers", 1, "consumers pulling the log in order from offset 0 (RocketMQ's pull consumer), "
-                         "failing over to other nodes", int, check=_not_negative),
+                         "failing over to other nodes", int, check=_not_negative, system="dledger"),
     Flag("op-timeout", 3.0, "client timeout per op, seconds", float, check=_positive),
     Flag("catch-up-timeout", 30.0, "seconds to wait after healing for a leader and lagging nodes", float,
          check=_positive, replay=False),
@@ -98,11 +118,11 @@ FLAGS: tuple[Flag, ...] = (
          "leave the cluster up after the run (remove it with python -m harness clean)", replay=False,
          switch=True),
     Flag("hosts", None, "run on the machines of this inventory (TOML) over SSH instead of containers: "
-                        "on every host, or the first --nodes ones"),
+                        "on every host, or the first --nodes ones", system="dledger"),
     Flag("keep", False, "with --hosts: leave the copied code on the hosts (the next run reuses it)",
          replay=False, switch=True),
     Flag("mutant", None, "run the nodes with this seeded bug instead of the checkout's code, as a must-fail "
-                         "control (`python -m harness mutants list`); containers only"),
+                         "control (`python -m harness mutants list`); containers only", system="dledger"),
 )
 
 
@@ -113,10 +133,13 @@ def add_arguments(parser: argparse.ArgumentParser, without: tuple[str, ...] = ()
             continue
         shown = flag.default is not None and not flag.switch
         text = f"{flag.help} (default {flag.default})" if shown else flag.help
+        if flag.system is not None:
+            text += f"; --system {flag.system} only"
         if flag.switch:
             parser.add_argument(f"--{flag.name}", action="store_true", help=text)
-        else:
-            parser.add_argument(f"--{flag.name}", type=flag.type, default=flag.default, choices=flag.choices,
+        else:  # a system's option stays None when not given: `validate` fills it for its system
+            default = None if flag.system is not None else flag.default
+            parser.add_argument(f"--{flag.name}", type=flag.type, default=default, choices=flag.choices,
                                 help=text)
     group = parser.add_argument_group("fault options (see `python -m harness faults`)")
     for option in catalogue.options():
@@ -143,6 +166,7 @@ def validate(args: argparse.Namespace) -> None:
 
     ValueError naming the flag and what is wrong.
     """
+    import systems
     from harness.generator import parse_concurrency
 
     for flag in FLAGS:
@@ -150,18 +174,61 @@ def validate(args: argparse.Namespace) -> None:
         problem = flag.check(value) if flag.check and value is not None else None
         if problem:
             raise ValueError(f"--{flag.name} {value}: {problem}")
+        _own_system(args, flag, value)
+    args.consumers = args.consumers or 0
     args.inventory = _inventory(args)
     if args.mutant is not None:
         _check_mutant(args)
-    mode = MODES[args.mode]
+    system = args.under_test = systems.build(args)
     if args.read_mode is None:
-        args.read_mode = mode.read_modes[0]
-    elif args.read_mode not in mode.read_modes:
-        raise ValueError(f"--read-mode {args.read_mode}: --mode {mode.name} serves only "
-                         f"{', '.join(mode.read_modes)}")
+        args.read_mode = system.read_modes[0]
+    elif args.read_mode not in system.read_modes:
+        what = f"--mode {args.mode}" if args.system == "dledger" else f"--system {args.system}"
+        raise ValueError(f"--read-mode {args.read_mode}: {what} serves only {', '.join(system.read_modes)}")
     args.workers = parse_concurrency(args.concurrency, args.nodes)
-    args.faults = catalogue.resolve(args.nemesis)
+    args.faults, args.left_out = _faults(args.nemesis, system)
+    _narrow_choices(args, system)
     args.fault_options = catalogue.parse_options({o.dest: getattr(args, o.dest) for o in catalogue.options()})
+
+
+def _narrow_choices(args: argparse.Namespace, system: System) -> None:
+    """Drop from each family option's default the choices the system cannot take; refuse them when
+    given explicitly (ValueError with the reason)."""
+    for option in catalogue.options():
+        refused = system.refused_choices.get(option.dest, {})
+        text = getattr(args, option.dest)
+        items = comma_list(text)
+        for item in items:
+            if item in refused and text != option.default:
+                raise ValueError(f"--{option.name} {item}: --system {system.name} cannot take it: "
+                                 f"{refused[item]}")
+        if refused:
+            setattr(args, option.dest, ",".join(item for item in items if item not in refused))
+
+
+def _own_system(args: argparse.Namespace, flag: Flag, value: Any) -> None:
+    """A system's option: refused for another system, its default filled in for its own."""
+    if flag.system is None:
+        return
+    if args.system != flag.system:
+        if value not in (None, False):
+            raise ValueError(f"--{flag.name}: an option of --system {flag.system}, "
+                             f"not of --system {args.system}")
+    elif value is None:
+        setattr(args, flag.dest, flag.default)
+
+
+def _faults(nemesis: str, system: System) -> tuple[list[str], dict[str, str]]:
+    """The families of `--nemesis` the system takes, and those a mix named that it cannot take (-> why).
+
+    A family named on its own that the system cannot take is refused (ValueError with the reason)."""
+    faults = catalogue.resolve(nemesis)
+    named = [word for word in catalogue.resolve_words(nemesis) if word in catalogue.FAMILIES]
+    refused = refusals(system, faults)
+    for name in named:
+        if name in refused:
+            raise ValueError(f"--nemesis {name}: --system {system.name} cannot take it: {refused[name]}")
+    return [name for name in faults if name not in refused], refused
 
 
 def _check_mutant(args: argparse.Namespace) -> None:

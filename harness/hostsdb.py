@@ -54,6 +54,7 @@ from harness.sshnodes import SshNodes
 from nemesis import packet, partition
 from nemesis.clock import STROBE_PID
 from nodes.peers import Address
+from systems.dledger import Dledger
 
 log = logging.getLogger(__name__)
 PATH = 'export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"'
@@ -217,12 +218,16 @@ def _raise_connect_failures(inventory: Inventory, failures: dict[str, BaseExcept
 class HostsDb(SshNodes):
     """The nodes of one run on the hosts of an inventory; see the module doc."""
 
-    def __init__(self, inventory: Inventory, *, serve_args: Iterable[str] = (), run_id: str | None = None,
-                 fuse: bool = False, keep: bool = False, needs: dict[str, list[str]] | None = None,
+    def __init__(self, inventory: Inventory, *, system: Dledger | None = None, serve_args: Iterable[str] = (),
+                 run_id: str | None = None, fuse: bool = False, keep: bool = False,
+                 needs: dict[str, list[str]] | None = None,
                  node_args: Mapping[str, Sequence[str]] | None = None) -> None:
+        """Our DLedger node (`system`, or one started with `serve_args` and each node's `node_args`) on
+        the hosts: their code is a copy of this checkout's, the only system the hosts run."""
         root = inventory.hosts[0].data_dir  # the same on every host (the inventory checks)
-        super().__init__(list(serve_args), fuse, pidfile=f"{root}/node.pid", data_dir=f"{root}/data",
-                         store_dir=f"{root}/store", fuse_log_dir=f"{root}/log", node_args=node_args)
+        super().__init__(system or Dledger(list(serve_args), node_args or {}), fuse,
+                         pidfile=f"{root}/node.pid", data_dir=f"{root}/data", store_dir=f"{root}/store",
+                         fuse_log_dir=f"{root}/log")
         self.inventory = inventory
         self.run_id = run_id or new_run_id()
         self.keep = keep

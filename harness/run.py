@@ -27,23 +27,19 @@ from typing import TYPE_CHECKING, Any
 
 from harness import flags
 from harness.cluster import connect
-from harness.consumers import HaPuller, Puller, RaftPuller, start_consumers
+from harness.consumers import Puller, start_consumers
 from harness.errors import HarnessError, HostsRefused, SshRefused
 from harness.faultlog import HistoryRead, read_history_file, run_fault_log
-from harness.final import read_final_logs, wait_for_catch_up
 from harness.generator import Mix, Slotted, nemesis_schedule
 from harness.history import History
-from harness.modes import MODES, node_read_mode, read_choices
+from harness.modes import read_choices
 from harness.nemesis_runner import NemesisRunner
 from harness.progress import LeaderWatch, ProgressLine, run_status
 from harness.results import create_run_dir, git_commit, point_latest, write_json
 from harness.rundb import RunDb, check_hosts, open_db
-from harness.workload import LeaseGate, WorkloadState, start_workers
+from harness.workload import LeaseGate, LogClient, WorkloadState, start_workers
 from nemesis import catalogue
-from nodes.client import Client
 from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_UNKNOWN, UsageError
-from nodes.serve import TIMING_NAMES
-from nodes.timing import timing_profile
 
 if TYPE_CHECKING:
     from checkers.preload import Part
@@ -85,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
     if args.test_count > 1:
         warm_checker(args.spark_master)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
-    name = args.name or "-".join([*([f"mutant-{args.mutant}"] if args.mutant else []), args.mode,
+    name = args.name or "-".join([*([f"mutant-{args.mutant}"] if args.mutant else []),
+                                  args.mode or args.system,
                                   "-".join(catalogue.resolve_words(args.nemesis)) or "no-faults"])
     codes = []
     previous = signal.signal(signal.SIGTERM, _terminate)
@@ -142,7 +139,9 @@ def run_test(args: argparse.Namespace, faults: list[str], name: str, seed: int) 
         "concurrency": args.workers + args.consumers,  # client threads: process mod this is the thread
         "workers": args.workers,
         "nemesis": faults,
+        **({"faults_left_out": args.left_out} if args.left_out else {}),
         "faults": catalogue.vocabulary(faults),
+        "inputs": list(args.under_test.inputs),
         "git_commit": git_commit(REPO),
         **({"inventory": args.inventory.record()} if args.inventory else {}),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -152,6 +151,8 @@ def run_test(args: argparse.Namespace, faults: list[str], name: str, seed: int) 
     }
     write_json(run_dir / "test.json", test)
     print(f"test {name}, seed {seed}: results in {run_dir}", file=sys.stderr)
+    for family, why in args.left_out.items():
+        print(f"note: --system {args.system} leaves out {family}: {why}", file=sys.stderr)
     started = time.monotonic()
     run = TestRun(args, faults, seed, run_dir, test)
     try:
@@ -278,45 +279,29 @@ class TestRun:
         the final logs' loading once the final reads are done.
         """
         args = self.args
-        serve_args = [
-            "--flush",
-            args.flush,
-            "--timing",
-            args.timing,
-            "--read-mode",
-            node_read_mode(args.read_mode),
-            "--segment-mb",
-            "64",
-        ]
+        system = args.under_test
         t = time.monotonic()
-        db = open_db(args.inventory, args.nodes, serve_args, self.run_dir, self.faults, keep=args.keep,
-                     mode=MODES[args.mode], mutant=args.mutant)
+        db = open_db(args.inventory, args.nodes, self.run_dir, self.faults, system, keep=args.keep)
         self.test["run_id"] = db.run_id
         write_json(self.run_dir / "test.json", self.test)
         db.setup()
         self.db = db
         try:
             db.start()
+            system.prepare(db)
             self.test["first_leader"] = db.wait_for_leader(timeout=30)
             self.phase("setup", t)
             with History(self.run_dir / "history.jsonl") as history:
                 self.test["history_wall_ns"] = history.start_wall_ns
                 self.workload(db, history)
             t = time.monotonic()
-            with Client(db.network_peers(), timeout=args.op_timeout) as client:
-                catch_up = wait_for_catch_up(client, db.names, args.catch_up_timeout)
-                self.test["catch_up"] = {
-                    "leader": catch_up.leader,
-                    "commit_index": catch_up.commit_index,
-                    "lagging": catch_up.lagging,
-                    "seconds": round(catch_up.seconds, 3),
-                }
-                self.phase("catch-up", t)
-                t = time.monotonic()
-                self.test["final_logs"] = read_final_logs(client, db.names, self.run_dir / "final")
+            finish = system.finish(db, self.run_dir / "final", args.catch_up_timeout, args.op_timeout)
+            self.test["catch_up"] = finish.catch_up
+            self.test["final_logs"] = finish.final_logs
             assert self.preload is not None  # started when the last fault was stopped
             self.preload.ready("finals")
-            self.phase("final-reads", t)
+            self.test["phases"]["catch-up"] = caught_s = finish.catch_up.get("seconds") or 0.0
+            self.phase("final-reads", t + caught_s)
         finally:
             t = time.monotonic()
             try:
@@ -349,9 +334,8 @@ class TestRun:
         """Clients and nemesis for the time limit, then heal everything and restart dead nodes."""
         args = self.args
         t = time.monotonic()
-        # a lease taken on a stepped clock lasts at most a lease (a leader-lost time): twice that
-        lease_s = timing_profile(TIMING_NAMES[args.timing]).leader_lost_ms / 1000
-        state = WorkloadState(leases=LeaseGate(2 * lease_s))
+        system = args.under_test
+        state = WorkloadState(leases=LeaseGate(system.lease_quiet_s()))
         families = {name: catalogue.FAMILIES[name] for name in self.faults}
         faults = catalogue.build(self.faults, db, args.fault_options)
         slotted = [Slotted(f.name, f.weight, f.instant, args.fault_options[f.repeat] if f.repeat else None)
@@ -362,15 +346,15 @@ class TestRun:
         runner = NemesisRunner(families, faults, schedule, history, random.Random(f"{self.seed}/targets"),
                                state.leases)
         mix = Mix(payload_size=args.payload_size, read_fraction=args.read_fraction,
-                  read_modes=read_choices(args.read_mode), nodes=tuple(db.names))
+                  read_modes=read_choices(args.read_mode),
+                  nodes=tuple(db.names) if system.directed_reads else ())
         watch = LeaderWatch(self.test.get("first_leader"))
 
-        def connect() -> Client:
-            return Client(db.network_peers(), timeout=args.op_timeout)
+        def connect() -> LogClient:
+            return system.client(db, args.op_timeout)
 
         def puller() -> Puller:
-            wrap = HaPuller if MODES[args.mode].master_slave else RaftPuller
-            return wrap(connect())
+            return system.puller(db, args.op_timeout)
 
         def render() -> str:
             watch.see(db.leader(timeout=0.5))

@@ -10,13 +10,12 @@ folder exists, a run the hosts cannot carry.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
 from harness.capabilities import needs_of
 from harness.inventory import Inventory
-from harness.modes import MODES, Mode
+from harness.system import System
 from nemesis import catalogue
 from nemesis.base import Nodes
 from nodes.peers import Address
@@ -52,22 +51,20 @@ class RunDb(Nodes, Protocol):
         ...
 
 
-def open_db(inventory: Inventory | None, nodes: int, serve_args: Sequence[str], run_dir: Path,
-            faults: list[str], keep: bool = False, mode: Mode = MODES["dledger"],
-            mutant: str | None = None) -> RunDb:
-    """The Db for a run of `mode`: containers when `inventory` is None, else its hosts (not set up yet);
-    `mutant` names a seeded bug whose node image the containers run (`harness.mutants`)."""
+def open_db(inventory: Inventory | None, nodes: int, run_dir: Path, faults: list[str], system: System,
+            keep: bool = False) -> RunDb:
+    """The Db for a run of `system`: containers when `inventory` is None, else its hosts (not set up
+    yet; they run our DLedger node only, which the flags check)."""
     fuse = "fuse" in catalogue.needs(faults)
     if inventory is None:
         from harness.db import Db
 
-        node_args = mode.node_args([f"n{i + 1}" for i in range(nodes)])
-        return Db(nodes, serve_args=serve_args, key_dir=run_dir / "ssh", fuse=fuse, node_args=node_args,
-                  mutant=mutant)
+        return Db(nodes, system=system, key_dir=run_dir / "ssh", fuse=fuse)
     from harness.hostsdb import HostsDb
+    from systems.dledger import Dledger
 
-    return HostsDb(inventory, serve_args=serve_args, fuse=fuse, keep=keep, needs=needs_of(faults),
-                   node_args=mode.node_args(inventory.names))
+    assert isinstance(system, Dledger), "--hosts runs our DLedger node only (harness.flags)"
+    return HostsDb(inventory, system=system, fuse=fuse, keep=keep, needs=needs_of(faults))
 
 
 def check_hosts(inventory: Inventory, faults: list[str]) -> None:

@@ -1,13 +1,15 @@
 """What every Db does to its nodes over SSH, wherever they run: containers (`harness.db.Db`) or
 machines of an inventory (`harness.hostsdb.HostsDb`).
 
-The node is `python3 -m nodes serve`, a detached process tracked by a pid file
+The node is the system's process (`harness.system.System.command`: `python3 -m nodes serve`
+for our DLedger node), a detached process tracked by a pid file
 (`harness.control.RemoteProcess`): `start` (every node when None; a running node is left
-alone; waits until each listens), `kill` (SIGKILL), `stop` (SIGTERM, waits for the exit),
-`pause`/`resume` (SIGSTOP/SIGCONT), `running`, `state`; `leader` and `wait_for_leader` ask
-the nodes' client ports; `collect` copies each node's data and log dirs into the results
-folder. With `fuse` (the power-loss fault) `start` first mounts the power-loss file system
-at the data dir over `store_dir`, and the node's logs go to `fuse_log_dir`, off that mount.
+alone; waits until each listens on the system's client port), `kill` (SIGKILL), `stop`
+(SIGTERM, waits for the exit), `pause`/`resume` (SIGSTOP/SIGCONT), `running`, `state`;
+`leader`, `wait_for_leader` and `transfer` ask the system; `collect` copies each node's data
+and log dirs into the results folder. With `fuse` (the power-loss fault) `start` first mounts
+the power-loss file system at the data dir over `store_dir`, and the node's logs go to
+`fuse_log_dir`, off that mount.
 
 A subclass says where things are: the same paths on every node (`pidfile`, `data_dir`: the
 node's data dir, `store_dir` and `fuse_log_dir`: with `fuse`, the folder the file system keeps
@@ -17,21 +19,21 @@ its files in and the node's log dir), and `names`, `ssh(name)`, `peers_arg()`,
 
 from __future__ import annotations
 
-import contextlib
 import shlex
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from harness.cluster import NODE_PORT
 from harness.control import RemoteProcess, Ssh
 from harness.errors import HarnessError
 from harness.wait import wait_for
 from nemesis.power import mount_command
-from nodes.client import Client, ClientError
 from nodes.events import EVENTS_FILE, NODE_LOG
 from nodes.peers import Address
+
+if TYPE_CHECKING:
+    from harness.system import System
 
 STDOUT_LOG = "stdout.log"  # in the log dir
 LOG_FILES = (NODE_LOG, EVENTS_FILE, STDOUT_LOG)  # what the node writes to its log dir
@@ -40,10 +42,9 @@ LOG_FILES = (NODE_LOG, EVENTS_FILE, STDOUT_LOG)  # what the node writes to its l
 class SshNodes(ABC):
     """The node lifecycle over SSH; see the module doc."""
 
-    def __init__(self, serve_args: Sequence[str], fuse: bool, *, pidfile: str, data_dir: str, store_dir: str,
-                 fuse_log_dir: str, node_args: Mapping[str, Sequence[str]] | None = None) -> None:
-        self.serve_args = list(serve_args)
-        self.node_args = {name: list(args) for name, args in (node_args or {}).items()}
+    def __init__(self, system: System, fuse: bool, *, pidfile: str, data_dir: str, store_dir: str,
+                 fuse_log_dir: str) -> None:
+        self.system = system
         self.fuse = fuse
         self.pidfile = pidfile
         self.data_dir = data_dir
@@ -64,6 +65,14 @@ class SshNodes(ABC):
     @abstractmethod
     def peers_arg(self) -> str:
         """The `--peers` value the nodes run with."""
+
+    @abstractmethod
+    def address(self, name: str) -> str:
+        """The node's address on the network its peers reach it on."""
+
+    @abstractmethod
+    def network_peers(self) -> dict[str, Address]:
+        """Each node's client address as the harness reaches it for the workload."""
 
     @abstractmethod
     def client_peers(self) -> dict[str, Address]:
@@ -89,12 +98,6 @@ class SshNodes(ABC):
         """The node's DLedger process."""
         return RemoteProcess(self.ssh(name), self.pidfile, f"{self.log_dir}/{STDOUT_LOG}")
 
-    def serve_command(self, name: str) -> str:
-        args = ["python3", "-m", "nodes", "serve", "--id", name, "--peers", self.peers_arg(),
-                "--data-dir", self.data_dir, *(["--log-dir", self.log_dir] if self.fuse else []),
-                *self.listen_args(name), *self.serve_args, *self.node_args.get(name, [])]
-        return shlex.join(args)
-
     def start(self, name: str | None = None, wait: float = 20.0) -> None:
         """Start the node (every node when None) unless it runs; wait until each listens on its port
         (`wait` 0: return once the processes are started)."""
@@ -103,7 +106,7 @@ class SshNodes(ABC):
             if not self.process(target).running():
                 if self.fuse:
                     self.mount(target)
-                self.process(target).start(self.serve_command(target))
+                self.process(target).start(self.system.command(self, target))
         for target in targets if wait > 0 else ():
             self._wait_listening(target, wait)
 
@@ -114,9 +117,10 @@ class SshNodes(ABC):
             if not self.process(name).running():
                 log = self.ssh(name).exec(f"tail -n 20 {stdout_log}").stdout
                 raise HarnessError(f"{name}: the node exited at start; the end of {stdout_log}:\n{log}")
-            return bool(self.ssh(name).exec(f"ss -Hltn 'sport = :{NODE_PORT}'").stdout.strip())
+            return bool(self.ssh(name).exec(f"ss -Hltn 'sport = :{port}'").stdout.strip())
 
-        wait_for(listening, wait, f"{name}: the node does not listen on port {NODE_PORT} after {wait} s; "
+        port = self.system.client_port
+        wait_for(listening, wait, f"{name}: the node does not listen on port {port} after {wait} s; "
                                   f"see {stdout_log} on it")
 
     def kill(self, name: str) -> None:
@@ -162,15 +166,12 @@ class SshNodes(ABC):
     # -- the group -------------------------------------------------------------------------
 
     def leader(self, timeout: float = 1.0) -> str | None:
-        """The node that claims leadership in the highest term among those that answer, if any."""
-        claims: list[tuple[int, str]] = []
-        with Client(self.client_peers(), timeout=timeout) as client:
-            for name in self.names:
-                with contextlib.suppress(ClientError):
-                    meta = client.metadata(node=name, timeout=timeout)
-                    if meta.role == "leader":
-                        claims.append((meta.term, name))
-        return max(claims)[1] if claims else None
+        """The node that leads now, as the system says, or None."""
+        return self.system.leader(self, timeout)
+
+    def transfer(self, to: str, timeout: float) -> dict[str, Any]:
+        """Move leadership to `to` (the system's way); the cluster's answer as history fields."""
+        return self.system.transfer(self, to, timeout)
 
     def wait_for_leader(self, timeout: float = 30.0) -> str:
         """Wait until some node leads; its name. HarnessError after `timeout` seconds."""

@@ -32,9 +32,9 @@ class Cell:
     nemesis: str
     why: str
     expect: str = "valid"
-    mode: str = "dledger"
+    mode: str = "dledger"  # a mode of our node (harness.modes), or another system's name (--system)
     nodes: int = 3
-    flush: str = "sync"
+    flush: str | None = "sync"  # our node's flush policy (None for other systems)
     time_limit: float = 30.0
     extra: tuple[str, ...] = ()
     variant: str = ""  # tells apart cells that share mode, faults, flush and size
@@ -56,8 +56,10 @@ class Cell:
 
     def argv(self) -> list[str]:
         """The `harness run` flags of this cell (without seed, name and results folder)."""
-        return ["--mode", self.mode, "--nodes", str(self.nodes), "--flush", self.flush,
-                "--time-limit", f"{self.time_limit:g}", "--nemesis", self.nemesis, *COMMON, *self.extra]
+        design = (["--mode", self.mode, "--flush", self.flush or "sync"] if self.mode in MODES
+                  else ["--system", self.mode])
+        return [*design, "--nodes", str(self.nodes), "--time-limit", f"{self.time_limit:g}",
+                "--nemesis", self.nemesis, *COMMON, *self.extra]
 
 
 RAFT = "a majority keeps every committed entry and elects a leader that has them all"
@@ -133,7 +135,24 @@ ASYNC_MASTER = (
     *(Cell(family, DURABLE_MASTER, mode="master-slave-async") for family in MASTER_SLAVE_REST),
 )
 
-MATRIX: tuple[Cell, ...] = (*CONTROLS, *DLEDGER, *SYNC_MASTER, *ASYNC_MASTER)
+NATS_ACKS_EARLY = ("JetStream acknowledges a publish before it fsyncs (sync_interval: every 2 minutes by "
+                   "default): when every node loses power at once, acknowledged messages are gone, on a "
+                   "young stream the stream itself (Jepsen's NATS 2.12.1 analysis, nats-server issue 7564)")
+NATS_ALWAYS = ("--nats-sync-interval", "always")
+JETSTREAM = "a majority of the stream's replicas keeps every acknowledged message and elects a leader"
+NATS = (
+    Cell("power-loss", NATS_ACKS_EARLY, expect="invalid", mode="nats", flush=None, time_limit=20,
+         extra=("--power-loss-targets", "all"), variant="all-nodes", control=True),
+    Cell("power-loss", "with sync_interval always a server fsyncs each message before it acknowledges",
+         mode="nats", flush=None, time_limit=20, extra=("--power-loss-targets", "all", *NATS_ALWAYS),
+         variant="all-nodes-always"),
+    *(Cell(family, JETSTREAM, mode="nats", flush=None) for family in ("kill", "partition", "pause", "churn")),
+    Cell("default", JETSTREAM + " (sync_interval always: power losses are in the mix)", mode="nats",
+         flush=None, nodes=5, time_limit=60, extra=NATS_ALWAYS, variant="always"),
+)
+
+MATRIX: tuple[Cell, ...] = (*CONTROLS, *DLEDGER, *SYNC_MASTER, *ASYNC_MASTER, *NATS)
+DESIGNS = tuple(dict.fromkeys(cell.mode for cell in MATRIX))  # our node's modes, then other systems
 
 # The families no master-slave cell runs, and why.
 NOT_IN_MASTER_SLAVE = {
@@ -163,9 +182,9 @@ def plan(cells: list[Cell], budget_s: float, seeds: int = 1) -> list[Cell]:
     """
     picked = [cell for cell in cells if cell.control]
     left = budget_s - seeds * sum(cell.estimate_s for cell in picked)
-    queues = [[cell for cell in cells if cell.mode == mode and not cell.control] for mode in MODES]
+    queues = [[cell for cell in cells if cell.mode == mode and not cell.control] for mode in DESIGNS]
     while any(queues):
-        for mode, queue in zip(MODES, queues, strict=True):
+        for mode, queue in zip(DESIGNS, queues, strict=True):
             for _ in range(SHARE.get(mode, 1)):
                 while queue and seeds * queue[0].estimate_s > left:
                     queue.pop(0)  # the budget only shrinks: it will never fit

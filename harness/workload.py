@@ -10,29 +10,47 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from harness.generator import Mix, Op, pacing_delay, worker_rng
 from harness.history import History
-from nodes.client import AppendAck, DefiniteFailure, IndeterminateFailure, ReadResult
+from nodes.client import DefiniteFailure, IndeterminateFailure
 from nodes.messages import ReadMode
-from nodes.payload import payload_id
 
 LEASE, READ_INDEX = ReadMode.LEASE.label, ReadMode.READ_INDEX.label
 MAX_LAG_S = 1.0  # how far behind its schedule a worker may fall before the schedule restarts
 DIRECT_READ_TIMEOUT_S = 1.0  # a read sent to one node: a paused node stalls its worker only this long
 
 
+@dataclass(frozen=True)
+class Acked:
+    """An ok append as the system confirmed it: where it landed (None when the system does not
+    say), the node that answered, and the system's further history fields (DLedger's `term`)."""
+
+    log_index: int | None
+    node: str
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Served:
+    """An ok read: its history value (docs/formats.md: `from`, `to`, `entries`, ...) and the node
+    that answered."""
+
+    value: dict[str, Any]
+    node: str
+
+
 class LogClient(Protocol):
-    """The calls a worker makes (`nodes.client.Client` has them); failures raise
-    `nodes.client.DefiniteFailure` or `IndeterminateFailure`."""
+    """The calls a worker makes (`harness.system.System.client` makes one); failures raise
+    `nodes.client.DefiniteFailure` (`fail`) or `IndeterminateFailure` (`info`)."""
 
-    def append(self, body: bytes) -> AppendAck: ...
+    def append(self, body: bytes) -> Acked: ...
 
-    def get(self, first: int, last: int, node: str | None = None, mode: str = "",
-            timeout: float | None = None) -> ReadResult: ...
+    def read(self, first: int, last: int, node: str | None = None, mode: str = "",
+             timeout: float | None = None) -> Served: ...
 
     def close(self) -> None: ...
 
@@ -77,17 +95,6 @@ class WorkloadState:
     def acknowledged(self, index: int) -> None:
         with self.lock:
             self.known_end = max(self.known_end, index)
-
-
-def read_value(first: int, result: ReadResult) -> dict:
-    """The history value of an ok read: the committed entries returned, as [index, id] pairs,
-    and the range they answer for (`to` below the asked one when the node cut its answer)."""
-    return {
-        "from": first,
-        "to": result.last_index,
-        "commit_index": result.commit_index,
-        "entries": [[e.index, payload_id(e.body)] for e in result.entries],
-    }
 
 
 class Worker:
@@ -147,15 +154,15 @@ class Worker:
         try:
             if op.f == "append":
                 done = client.append(op.body)
-                self.state.acknowledged(done.first_index)
-                ack = {**op.value, "log_index": done.first_index, "term": done.term}
-                h.complete(process, "ok", op.f, ack, node=done.node)
+                where = {} if done.log_index is None else {"log_index": done.log_index}
+                if done.log_index is not None:
+                    self.state.acknowledged(done.log_index)
+                h.complete(process, "ok", op.f, {**op.value, **where, **done.fields}, node=done.node)
             else:
-                first, last = op.value["from"], op.value["to"]
                 at = op.value.get("at")
-                result = client.get(first, last, node=at, mode=op.value.get("mode", ""),
-                                    timeout=DIRECT_READ_TIMEOUT_S if at else None)
-                h.complete(process, "ok", op.f, read_value(first, result), node=result.node)
+                served = client.read(op.value["from"], op.value["to"], node=at, mode=op.value.get("mode", ""),
+                                     timeout=DIRECT_READ_TIMEOUT_S if at else None)
+                h.complete(process, "ok", op.f, served.value, node=served.node)
         except DefiniteFailure as e:
             h.complete(process, "fail", op.f, op.value, error=str(e) or type(e).__name__)
         except IndeterminateFailure as e:

@@ -84,6 +84,10 @@ class Nodes(Protocol):
         """The node that currently claims leadership in the highest term, if any answers."""
         ...
 
+    def transfer(self, to: str, timeout: float) -> dict[str, Any]:
+        """Move leadership to `to`; the cluster's answer as history fields (`result`, ...)."""
+        ...
+
 
 class Fault(Protocol):
     """One family's faults against one cluster."""

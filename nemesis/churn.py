@@ -1,7 +1,8 @@
 """Leader churn: hand leadership to a random follower, or change the preferred leader, at a high rate.
 
-`transfer` asks the leader (DLedger's LEADERSHIP_TRANSFER) to hand over to a random
-follower; the cluster's answer (done, or refused and why) is the history value. `prefer`
+`transfer` asks the leader to hand over to a random follower (the system's way: DLedger's
+LEADERSHIP_TRANSFER, etcd's move-leader, a NATS stream leader's step-down); the cluster's
+answer (done, or refused and why) is the history value. `prefer`
 writes a random node into every node's `preferred-leader` control file; the leader then
 hands over to it once it is caught up (DLedger's preferred leader). Instant faults, fired
 every `--churn-interval` seconds while a churn slot lasts; healing clears the preference.
@@ -14,7 +15,6 @@ import shlex
 from typing import Any
 
 from nemesis.base import Family, Nodes, Option, comma_list, positive
-from nodes.client import Client, ClientError
 from nodes.controlfile import PREFERRED_FILE
 
 MODES = ("transfer", "prefer")
@@ -45,12 +45,7 @@ class ChurnFault:
         chosen = rng.choice([n for n in names if n != leader])
         value: dict[str, Any] = {"mode": mode, "leader": leader, "to": chosen,
                                  "targets": sorted({chosen, leader} - {None})}
-        try:
-            with Client(self.nodes.network_peers(), timeout=TRANSFER_TIMEOUT_S) as client:
-                result = client.transfer(chosen, timeout=TRANSFER_TIMEOUT_S)
-            value.update(result="transferred", term=result.term)
-        except ClientError as e:  # the cluster's answer, not a harness failure
-            value["result"] = f"refused: {e}"
+        value.update(self.nodes.transfer(chosen, TRANSFER_TIMEOUT_S))
         return value
 
     def stop(self) -> dict[str, Any]:

@@ -13,3 +13,7 @@ its ok value `{"id", "log_index": seq - 1}` (no term: JetStream acknowledges non
 `{"from", "to"}` gets seqs `from + 1 .. to + 1`, its entries `[seq - 1, Nats-Msg-Id]`. Timeouts and
 lost connections are `info`, JetStream's refusals (no responders, error replies) `fail`.
 """
+
+from systems.nats.system import Nats, from_args
+
+__all__ = ["Nats", "from_args"]

@@ -23,6 +23,7 @@ from harness.mutants.catalogue import CATALOGUE
 from harness.mutants.cells import CAUGHT_BY_CELL, mutant_cell, tonight
 from harness.summary import row_of, write_summary
 from nemesis import catalogue
+from systems import SYSTEMS
 
 REPO = Path(__file__).resolve().parents[2]
 MINUTE = 60.0
@@ -39,8 +40,9 @@ def test_every_family_runs_alone_in_dledger_and_in_each_master_slave_mode_or_say
         assert ("dledger", family) in alone, family
         for mode in (m for m in MODES if MODES[m].master_slave):
             assert ((mode, family) in alone) != (family in sweep.NOT_IN_MASTER_SLAVE), (mode, family)
-    assert {cell.mode for cell in sweep.MATRIX} == set(MODES)
-    assert {cell.flush for cell in sweep.MATRIX} == {"sync", "async"}
+    assert {cell.mode for cell in sweep.MATRIX} == {*MODES, *(set(SYSTEMS) - {"dledger"})}, "every system"
+    assert {cell.flush for cell in sweep.MATRIX if cell.mode in MODES} == {"sync", "async"}
+    assert {cell.flush for cell in sweep.MATRIX if cell.mode not in MODES} == {None}
     assert {cell.nodes for cell in sweep.MATRIX} == {3, 5}
     assert {"default", "all"} <= {cell.nemesis for cell in sweep.MATRIX}
 
@@ -51,15 +53,17 @@ def test_cells_have_unique_names_reasons_and_flags_the_run_command_accepts(tmp_p
     for cell in sweep.MATRIX:
         assert cell.expect in ("valid", "invalid") and cell.why, cell.name
         args = nightly.run_args(cell, 5, tmp_path)
-        assert (args.mode, args.nodes, args.flush, args.seed) == (cell.mode, cell.nodes, cell.flush, 5)
-        assert args.faults == cell.families and args.time_limit == cell.time_limit
+        design = args.mode if cell.mode in MODES else args.system
+        assert (design, args.nodes, args.flush, args.seed) == (cell.mode, cell.nodes, cell.flush, 5)
+        assert args.faults == [f for f in cell.families if f not in args.left_out], cell.name
+        assert args.time_limit == cell.time_limit
     assert list(tmp_path.iterdir()) == [], "building the arguments makes no folder"
 
 
-def test_the_controls_expect_invalid_and_are_the_three_known_to_lose_writes():
+def test_the_controls_expect_invalid_and_are_the_four_known_to_lose_writes():
     assert [cell.name for cell in sweep.MATRIX if cell.control] == [
         "dledger-power-loss-async-3n-all-nodes", "master-slave-async-isolate-lose-sync-3n",
-        "master-slave-async-power-loss-async-3n-all-nodes"]
+        "master-slave-async-power-loss-async-3n-all-nodes", "nats-power-loss-3n-all-nodes"]
     assert all(cell.expect == "invalid" and cell.known_risk is None for cell in sweep.CONTROLS)
     power = sweep.CONTROLS[0].argv()
     assert power[power.index("--power-loss-targets") + 1] == "all"
@@ -87,18 +91,19 @@ def test_the_plan_is_deterministic_starts_with_every_control_and_keeps_to_the_bu
         assert sorted(c.name for c in picked) == sorted(c.name for c in cells)
 
 
-def test_the_default_budget_spreads_over_families_modes_flush_policies_and_sizes():
-    picked = sweep.plan(sweep.chosen(), 35 * MINUTE)
-    assert 30 * MINUTE <= sum(cell.estimate_s for cell in picked) <= 35 * MINUTE
+def test_the_default_budget_spreads_over_families_modes_systems_flush_policies_and_sizes():
+    picked = sweep.plan(sweep.chosen(), 40 * MINUTE)
+    assert 35 * MINUTE <= sum(cell.estimate_s for cell in picked) <= 40 * MINUTE
     assert {cell.nemesis for cell in picked if cell.mode == "dledger"} >= set(catalogue.FAMILIES)
-    assert {cell.mode for cell in picked} == set(MODES)
-    assert {cell.flush for cell in picked} == {"sync", "async"} and {cell.nodes for cell in picked} == {3, 5}
+    assert {cell.mode for cell in picked} == set(sweep.DESIGNS)
+    assert {cell.flush for cell in picked if cell.mode in MODES} == {"sync", "async"}
+    assert {cell.nodes for cell in picked} == {3, 5}
     assert all(sum(cell.mode == mode for cell in picked) >= 5 for mode in MODES)
 
 
 def test_seeds_multiply_each_cell_and_only_keeps_the_named_cells():
-    one, two = sweep.plan(sweep.chosen(), 35 * MINUTE), sweep.plan(sweep.chosen(), 35 * MINUTE, seeds=2)
-    assert 2 * sum(cell.estimate_s for cell in two) <= 35 * MINUTE < 2 * sum(cell.estimate_s for cell in one)
+    one, two = sweep.plan(sweep.chosen(), 40 * MINUTE), sweep.plan(sweep.chosen(), 40 * MINUTE, seeds=2)
+    assert 2 * sum(cell.estimate_s for cell in two) <= 40 * MINUTE < 2 * sum(cell.estimate_s for cell in one)
     assert [cell.name for cell in sweep.chosen("dledger-kill,master-slave-sync-kill")] == [
         "dledger-kill-sync-3n", "master-slave-sync-kill-sync-3n"]
 
@@ -311,7 +316,7 @@ def test_dry_run_lists_the_plan_through_the_cli_and_runs_nothing(tmp_path):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == (f"nightly: 5 of {len(sweep.MATRIX)} cells within 5 min, 1 seed(s) each from seed 3: "
-                        "about 4.7 min")
+                        "about 4.5 min")
     assert lines[1].split() == ["1", "dledger-power-loss-async-3n-all-nodes", "expects", "invalid", "65", "s",
                                 "control"]
     assert lines[2].split()[1] == "master-slave-async-isolate-lose-sync-3n"

@@ -10,12 +10,13 @@ import threading
 from harness.generator import Mix
 from harness.history import History
 from harness.nemesis_runner import NemesisRunner
-from harness.workload import DIRECT_READ_TIMEOUT_S, LeaseGate, WorkloadState, start_workers
+from harness.workload import DIRECT_READ_TIMEOUT_S, Acked, LeaseGate, Served, WorkloadState, start_workers
 from nemesis.clock import CLOCK
 from nemesis.pause import PAUSE
 from nemesis.recipes import STALE_LEADER
-from nodes.client import AppendAck, DefiniteFailure, IndeterminateFailure, ReadResult
+from nodes.client import DefiniteFailure, IndeterminateFailure, ReadResult
 from nodes.store.logstore import Entry
+from systems.dledger import read_value
 
 
 class ScriptedLog:
@@ -40,12 +41,13 @@ class ScriptedLog:
                 raise IndeterminateFailure("timeout")
             entry = Entry(len(self.entries), 1, body)
             self.entries.append(entry)
-            return AppendAck(entry.index, entry.index, 1, "n1")
+            return Acked(entry.index, "n1", {"term": 1})
 
-    def get(self, first, last, node=None, mode="", timeout=None):
+    def read(self, first, last, node=None, mode="", timeout=None):
         with self.lock:
             self.reads.append((node, mode, timeout))
-            return ReadResult(self.entries[first : last + 1], len(self.entries) - 1, node or "n2", last)
+            result = ReadResult(self.entries[first : last + 1], len(self.entries) - 1, node or "n2", last)
+            return Served(read_value(first, result), result.node)
 
     def close(self):
         self.closed += 1

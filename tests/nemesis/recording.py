@@ -99,3 +99,8 @@ class RecordingNodes:
         if self._leader not in up:
             self._leader = up[0] if self.elect and len(up) > len(self.names) // 2 else None
         return self._leader
+
+    def transfer(self, to: str, timeout: float) -> dict:
+        self._act("transfer", to)
+        self._leader = to
+        return {"result": "transferred"}

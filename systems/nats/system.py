@@ -1,0 +1,266 @@
+"""NATS JetStream as a system under test: one nats-server per node, one replicated file stream.
+
+Each node runs `nats-server -c /etc/nats/nats.conf` (written by `install`: JetStream on the
+node's data dir, so the power-loss file system and `collect` reach `jetstream/`, routes to
+every peer, `--nats-sync-interval`). `prepare` creates the stream `dlc` with as many replicas
+as nodes (JetStream allows at most 5) and a dedup window. The workers publish with a
+`Nats-Msg-Id` header and read by seq (`MSG.GET`, answered by the stream leader; history
+mapping in `systems.nats`); the leader is the stream's; churn asks the stream leader to step
+down (JetStream picks its successor). After healing, `finish` waits for a stream leader whose
+replicas are current, then reads the stream through that leader into `final/<leader>.jsonl`
+(a seq the stream does not hold is a line with a null id, so later entries keep their
+index) and records each server's own state (`/jsz`) in `catch_up`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.errors import HarnessError
+from harness.system import Finish, System
+from harness.wait import wait_for
+from harness.workload import Acked, Served
+from nodes.client import ClientError, DefiniteFailure
+from nodes.payload import payload_id
+from systems.nats.client import Connection, JetStream, StreamSpec, replica_state
+from systems.nats.config import CLIENT_PORT, CONFIG_PATH, MONITOR_PORT, SYNC_DEFAULT, server_config
+
+if TYPE_CHECKING:
+    import docker
+
+    from harness.sshnodes import SshNodes
+
+MAX_REPLICAS = 5  # JetStream's limit on a stream's replicas
+CREATE_WAIT_S = 60.0
+NO_CLOCK = ("nats-server reads the kernel's clock, which containers share; the clock family steps our "
+            "node's own clock file, and faketime is not wired for nats-server")
+NOT_OURS = "needs our DLedger node: {}"
+REFUSED = {
+    "clock": NO_CLOCK,
+    "stale-leader": NOT_OURS.format("its clock mode steps the node's clock file, and a stale leader is "
+                                    "recognised by the node's own metadata"),
+    "disk": NOT_OURS.format("it damages the node's own store files (data, index); JetStream's "
+                            "msgs/*.blk are not a target yet"),
+    "lose-node": NOT_OURS.format("losing a node acts as RocketMQ's operator, promoting a slave through "
+                                 "the node's admin call"),
+    "isolate-lose": NOT_OURS.format("losing a node acts as RocketMQ's operator, promoting a slave through "
+                                    "the node's admin call"),
+}
+
+
+REFUSED_CHOICES = {"churn_modes": {"prefer": NOT_OURS.format("it writes the node's preferred-leader control "
+                                                             "file; JetStream has no preferred leader")}}
+
+
+def spec_for(nodes: int) -> StreamSpec:
+    return StreamSpec(replicas=min(nodes, MAX_REPLICAS))
+
+
+@dataclass
+class Nats(System):
+    """A JetStream cluster; `sync_interval` is the server's `sync_interval` (`default`: left out)."""
+
+    sync_interval: str = SYNC_DEFAULT
+    name = "nats"
+    client_port = CLIENT_PORT
+    refused = REFUSED
+    refused_choices = REFUSED_CHOICES
+    read_modes = ("committed",)  # MSG.GET answers from the stream leader's store: no linearizable read
+    inputs = ("history", "final-logs")
+    directed_reads = False
+
+    def image(self, client: docker.DockerClient, log: Any = None) -> str:
+        from harness.image import ensure_base
+        from systems.nats.image import ensure_nats_image
+
+        extra = {"log": log} if log else {}
+        return ensure_nats_image(client, ensure_base(client, **extra), **extra)
+
+    def install(self, nodes: SshNodes) -> None:
+        peers = {name: nodes.address(name) for name in nodes.names}
+        for name in nodes.names:
+            config = server_config(name, peers, self.sync_interval, store_dir=nodes.data_dir)
+            folder, path = shlex.quote(str(Path(CONFIG_PATH).parent)), shlex.quote(CONFIG_PATH)
+            nodes.exec(name, f"mkdir -p {folder} && printf %s {shlex.quote(config)} > {path}")
+
+    def command(self, nodes: SshNodes, name: str) -> str:
+        return shlex.join(["nats-server", "-c", CONFIG_PATH])
+
+    def _js(self, nodes: SshNodes, name: str, timeout: float) -> JetStream:
+        return JetStream(Connection(nodes.address(name), CLIENT_PORT, timeout=timeout, name=name))
+
+    def prepare(self, nodes: SshNodes) -> None:
+        spec = spec_for(len(nodes.names))
+
+        def created() -> bool:
+            for name in nodes.names:
+                js = self._js(nodes, name, 5.0)
+                try:
+                    js.create_stream(spec)
+                    return True
+                except ClientError:
+                    continue  # no JetStream meta leader yet, or this server is down
+                finally:
+                    js.connection.close()
+            return False
+
+        wait_for(created, CREATE_WAIT_S, f"the NATS cluster did not create stream {spec.name} in "
+                                         f"{CREATE_WAIT_S:g} s; see stdout.log of each node", interval=0.5)
+
+    def leader(self, nodes: SshNodes, timeout: float = 1.0) -> str | None:
+        """The stream's leader as the first server that answers says."""
+        for name in nodes.names:
+            js = self._js(nodes, name, timeout)
+            try:
+                return js.info(spec_for(len(nodes.names)).name).leader
+            except ClientError:
+                continue
+            finally:
+                js.connection.close()
+        return None
+
+    def client(self, nodes: SshNodes, timeout: float) -> NatsLog:
+        hosts = {name: nodes.address(name) for name in nodes.names}
+        return NatsLog(hosts, spec_for(len(nodes.names)), timeout)
+
+    def transfer(self, nodes: SshNodes, to: str, timeout: float) -> dict[str, Any]:
+        """A step-down of the stream leader: JetStream elects the successor (`to` is not asked for)."""
+        stream = spec_for(len(nodes.names)).name
+        for name in nodes.names:
+            js = self._js(nodes, name, timeout)
+            try:
+                js.step_down(stream)
+                return {"result": "stepped down"}
+            except DefiniteFailure as e:
+                return {"result": f"refused: {e}"}
+            except ClientError:
+                continue
+            finally:
+                js.connection.close()
+        return {"result": "refused: no server answered"}
+
+    def finish(self, nodes: SshNodes, final_dir: Path, catch_up_s: float, op_timeout: float) -> Finish:
+        started = time.monotonic()
+        stream = spec_for(len(nodes.names)).name
+        seen: dict[str, Any] = {"leader": None, "last_seq": None, "lagging": {}}
+
+        def current() -> bool:
+            leader = self.leader(nodes, op_timeout)
+            if leader is None:
+                return False
+            js = self._js(nodes, leader, op_timeout)
+            try:
+                info = js.info(stream)
+            except ClientError:
+                return False
+            finally:
+                js.connection.close()
+            seen.update(leader=info.leader, last_seq=info.last_seq,
+                        lagging={r.name: r.lag for r in info.replicas if not r.current or r.lag})
+            return info.leader is not None and not seen["lagging"]
+
+        with contextlib.suppress(HarnessError):
+            wait_for(current, catch_up_s, "catch-up", interval=0.2)
+        catch_up = {"leader": seen["leader"], "commit_index": None if seen["last_seq"] is None
+                    else seen["last_seq"] - 1, "lagging": seen["lagging"],
+                    "seconds": round(time.monotonic() - started, 3)}
+        timeout = max(op_timeout, 10.0)
+        replicas: dict[str, Any] = {}
+        outcomes: dict[str, int | str] = {}
+        for name in nodes.names:
+            path = final_dir / f"{name}.jsonl"
+            try:
+                state = replica_state(nodes.address(name), MONITOR_PORT, stream)
+                replicas[name] = state or "no replica"
+                last_seq = (state or {}).get("last_seq", 0) if seen["last_seq"] is None else seen["last_seq"]
+                outcomes[name] = self._final(nodes, name, stream, last_seq if state else 0, path, timeout)
+            except ClientError as e:
+                path.unlink(missing_ok=True)
+                replicas[name] = outcomes[name] = f"unreadable: {e}"
+        return Finish({**catch_up, "replicas": replicas}, outcomes)
+
+    def _final(self, nodes: SshNodes, name: str, stream: str, last_seq: int, path: Path,
+               timeout: float) -> int:
+        """Seqs 1..`last_seq` as server `name` holds them (a direct get on a server with a current
+        replica is answered by that replica), one line each, a null id where it holds none; with
+        `last_seq` 0 (the server holds no replica of the stream: it was lost) an empty log."""
+        held: dict[int, str | None] = {}
+        if last_seq:
+            js = self._js(nodes, name, timeout)
+            try:
+                held = {m.seq: m.msg_id for m in js.read_all(stream, direct=True, last_seq=last_seq).messages}
+            finally:
+                js.connection.close()
+        end = max(held, default=0)  # a replica's log ends at the last seq it holds
+        with path.open("w", encoding="utf-8") as out:
+            for seq in range(1, end + 1):
+                out.write(json.dumps({"log_index": seq - 1, "id": held.get(seq)}) + "\n")
+        return len(held)
+
+    def options(self) -> dict[str, Any]:
+        return {"nats_sync_interval": self.sync_interval}
+
+
+def from_args(args: Any) -> Nats:
+    return Nats(args.nats_sync_interval)
+
+
+class NatsLog:
+    """The workers' `harness.workload.LogClient` on one server at a time (the next after a failure):
+    a publish with `Nats-Msg-Id` = the payload's id, reads by seq through the stream leader."""
+
+    def __init__(self, hosts: dict[str, str], spec: StreamSpec, timeout: float) -> None:
+        self.hosts = hosts
+        self.spec = spec
+        self.timeout = timeout
+        self._order = list(hosts)
+        self._at = 0
+        self._js: JetStream | None = None
+
+    def _server(self) -> JetStream:
+        if self._js is None:
+            name = self._order[self._at % len(self._order)]
+            self._js = JetStream(Connection(self.hosts[name], CLIENT_PORT, timeout=self.timeout, name=name))
+        return self._js
+
+    def _failed(self) -> None:
+        self.close()
+        self._at += 1
+
+    def append(self, body: bytes) -> Acked:
+        msg_id = payload_id(body)
+        if msg_id is None:
+            raise ValueError("a NATS append needs a payload with an id (nodes.payload.encode_payload)")
+        try:
+            ack = self._server().publish(self.spec.subject, body, msg_id)
+        except ClientError:
+            self._failed()
+            raise
+        return Acked(ack.log_index, ack.node, {"duplicate": True} if ack.duplicate else {})
+
+    def read(self, first: int, last: int, node: str | None = None, mode: str = "",
+             timeout: float | None = None) -> Served:
+        """Seqs `first + 1 ..` up to `last + 1` or the first the stream does not hold (`to` says where)."""
+        js = self._server()
+        entries: list[list[Any]] = []
+        try:
+            for message in js.get_many(self.spec.name, range(first + 1, last + 2)):
+                if message is None:
+                    break
+                entries.append([message.log_index, message.msg_id or payload_id(message.data)])
+        except ClientError:
+            self._failed()
+            raise
+        to = entries[-1][0] if entries else first - 1
+        return Served({"from": first, "to": to, "entries": entries}, js.node)
+
+    def close(self) -> None:
+        if self._js is not None:
+            self._js.connection.close()
+            self._js = None

@@ -1,0 +1,75 @@
+"""The system seam's flags: `--system` picks the system, its options are its own, and fault
+families it cannot take are refused when named and left out of mixes, each with the reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import flags
+from harness.system import refusals
+from nemesis import catalogue
+from systems import SYSTEMS
+from systems.dledger import Dledger
+from systems.nats import Nats
+
+
+def parsed(*argv: str):
+    return flags.parsed(list(argv), "python -m harness run")
+
+
+def test_the_default_system_is_our_node_with_its_own_defaults() -> None:
+    args = parsed()
+    assert isinstance(args.under_test, Dledger)
+    assert (args.system, args.mode, args.flush, args.timing, args.consumers) == ("dledger", "dledger", "sync",
+                                                                                 "default", 1)
+    assert args.read_mode == "mixed" and args.left_out == {}
+
+
+def test_nats_takes_its_sync_interval_and_leaves_dledger_options_unset() -> None:
+    args = parsed("--system", "nats", "--nats-sync-interval", "always")
+    system = args.under_test
+    assert isinstance(system, Nats) and system.sync_interval == "always"
+    assert (args.mode, args.flush, args.timing, args.consumers) == (None, None, None, 0)
+    assert args.read_mode == "committed"
+    assert system.inputs == ("history", "final-logs")
+    assert parsed("--system", "nats").under_test.sync_interval == "default"
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--system", "nats", "--mode", "master-slave-sync"], "--mode: an option of --system dledger"),
+    (["--system", "nats", "--flush", "async"], "--flush: an option of --system dledger"),
+    (["--system", "nats", "--consumers", "2"], "--consumers: an option of --system dledger"),
+    (["--nats-sync-interval", "always"], "--nats-sync-interval: an option of --system nats"),
+    (["--system", "nats", "--nats-sync-interval", "sometimes"], "expected `always`, `default` or a positive"),
+    (["--system", "nats", "--read-mode", "lease"], "--system nats serves only committed"),
+    (["--system", "nats", "--nemesis", "clock"], "--nemesis clock: --system nats cannot take it: "
+                                                  "nats-server reads the kernel's clock"),
+    (["--system", "nats", "--nemesis", "kill,disk"], "--nemesis disk: --system nats cannot take it"),
+    (["--system", "nats", "--nemesis", "churn", "--churn-modes", "prefer"],
+     "--churn-modes prefer: --system nats cannot take it"),
+    (["--system", "nats", "--mutant", "ack-before-quorum"], "--mutant: an option of --system dledger"),
+])
+def test_options_of_another_system_and_refused_families_are_bad_flags(argv: list[str], words: str) -> None:
+    with pytest.raises(ValueError, match=None) as refused:
+        parsed(*argv)
+    assert words in str(refused.value)
+
+
+def test_a_mix_leaves_out_what_the_system_cannot_take_and_says_why() -> None:
+    args = parsed("--system", "nats", "--nemesis", "default")
+    default = catalogue.mixes()["default"]
+    assert set(args.left_out) == {"clock", "stale-leader", "disk"}
+    assert args.faults == [name for name in default if name not in args.left_out]
+    assert all(args.left_out[name] == Nats.refused[name] for name in args.left_out)
+
+
+def test_a_default_option_loses_the_choices_the_system_cannot_take() -> None:
+    args = parsed("--system", "nats", "--nemesis", "churn")
+    assert args.fault_options["churn_modes"] == ("transfer",) and args.churn_modes == "transfer"
+    assert parsed("--nemesis", "churn").fault_options["churn_modes"] == ("transfer", "prefer")
+
+
+def test_every_refused_family_exists_and_every_system_is_listed() -> None:
+    assert set(SYSTEMS) >= {"dledger", "nats"}
+    assert set(Nats.refused) <= set(catalogue.FAMILIES)
+    assert refusals(Dledger(), list(catalogue.FAMILIES)) == {}
