@@ -29,6 +29,7 @@ from harness.errors import HarnessError
 from harness.wait import wait_for
 from nemesis.power import LAZYFS, POWER_LOSS, PowerFault
 from nodes.client import Client, ClientError
+from systems.dledger import Dledger
 
 pytestmark = pytest.mark.docker
 
@@ -169,7 +170,7 @@ def restart_with(db: Db, flush: str) -> None:
     """Stop every node (gracefully: all is flushed), then start them with `--flush flush`."""
     for node in db.names:
         db.stop(node)
-    db.serve_args = ["--flush", flush, *SEGMENTS]
+    db.system = Dledger(["--flush", flush, *SEGMENTS])
     db.start()
     db.wait_for_leader()
 
