@@ -36,7 +36,8 @@ COLUMNS = (("mode", "mode"), ("verdict", "verdict"), ("acknowledged", "acked"), 
            ("consumer_stall_s", "stall s"), ("throughput", "acks/s"))
 
 
-NOT_COMPARED = ("system", "mode", "mutant", "nats-sync-interval")  # compare runs our node's modes
+# compare runs our node's modes
+NOT_COMPARED = ("system", "mode", "mutant", "nats-sync-interval", "etcd-unsafe-no-fsync")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,8 +58,10 @@ def run(args: argparse.Namespace) -> int:
     runs: list[tuple[str, argparse.Namespace]] = []
     for mode in modes:
         mode_args = copy.copy(args)
-        mode_args.mode, mode_args.seed, mode_args.test_count, mode_args.mutant = mode, seed, 1, None
-        mode_args.system, mode_args.nats_sync_interval = "dledger", None
+        for flag in flags.FLAGS:  # the flags compare does not take: unset
+            if flag.name in NOT_COMPARED:
+                setattr(mode_args, flag.dest, False if flag.switch else None)
+        mode_args.system, mode_args.mode, mode_args.seed, mode_args.test_count = "dledger", mode, seed, 1
         try:
             flags.validate(mode_args)
         except ValueError as e:

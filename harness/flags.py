@@ -76,6 +76,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag("nats-sync-interval", "default", "how often nats-server fsyncs its stream files: always (before "
          "each acknowledgement), a Go duration (10s, 500ms), or default (the server's own: every 2 minutes, "
          "acknowledging before)", check=_sync_interval, system="nats"),
+    Flag("etcd-unsafe-no-fsync", False, "start every etcd member with --unsafe-no-fsync (etcd: \"will cause "
+         "data loss\")", switch=True, system="etcd"),
     Flag("nodes", None, f"cluster size, 3 to 9 (default {NODES}; with --hosts, every host of the inventory, "
                         "or its first N)", int,
          check=lambda n: None if 3 <= n <= 9 else "give 3 to 9 nodes"),
@@ -179,12 +181,13 @@ def validate(args: argparse.Namespace) -> None:
     args.inventory = _inventory(args)
     if args.mutant is not None:
         _check_mutant(args)
-    system = args.under_test = systems.build(args)
+    read_modes = systems.build(args).read_modes
     if args.read_mode is None:
-        args.read_mode = system.read_modes[0]
-    elif args.read_mode not in system.read_modes:
+        args.read_mode = read_modes[0]
+    elif args.read_mode not in read_modes:
         what = f"--mode {args.mode}" if args.system == "dledger" else f"--system {args.system}"
-        raise ValueError(f"--read-mode {args.read_mode}: {what} serves only {', '.join(system.read_modes)}")
+        raise ValueError(f"--read-mode {args.read_mode}: {what} serves only {', '.join(read_modes)}")
+    system = args.under_test = systems.build(args)  # again: with the read mode resolved
     args.workers = parse_concurrency(args.concurrency, args.nodes)
     args.faults, args.left_out = _faults(args.nemesis, system)
     _narrow_choices(args, system)

@@ -48,8 +48,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--budget-min", type=float, default=40.0,
-                        help="minutes the sweep may take, estimated (default 40; the controls always run)")
+    parser.add_argument("--budget-min", type=float, default=45.0,
+                        help="minutes the sweep may take, estimated (default 45; the controls always run)")
     parser.add_argument("--seeds", type=int, default=1, help="seeds each chosen cell runs with (default 1)")
     parser.add_argument("--seed", type=int, default=None,
                         help="the first seed; the others follow it (default: a fresh one, in summary.json)")

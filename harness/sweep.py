@@ -22,7 +22,7 @@ from nemesis import catalogue
 
 OVERHEAD_S = 25.0  # a run besides its time limit: setup, heal, reads, teardown, check, report (14-22 s seen)
 COMMON = ("--rate", "300", "--nemesis-interval", "5")  # a cell's `extra` flags come after, and win
-SHARE = {"dledger": 3}  # cells a turn of `plan`; 1 for the other modes
+SHARE = {"dledger": 4}  # cells a turn of `plan`; 1 for the other modes
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,19 @@ NATS = (
          flush=None, nodes=5, time_limit=60, extra=NATS_ALWAYS, variant="always"),
 )
 
-MATRIX: tuple[Cell, ...] = (*CONTROLS, *DLEDGER, *SYNC_MASTER, *ASYNC_MASTER, *NATS)
+ETCD_RAFT = "etcd's Raft fsyncs its WAL before it acknowledges; a majority keeps every acknowledged write"
+ETCD = (
+    Cell("power-loss", "with --unsafe-no-fsync etcd acknowledges writes that are on no disk: when every "
+         "member loses power at once, acknowledged appends are gone", expect="invalid", mode="etcd",
+         flush=None, time_limit=20, extra=("--power-loss-targets", "all", "--etcd-unsafe-no-fsync"),
+         variant="all-nodes-no-fsync", control=True),
+    Cell("power-loss", ETCD_RAFT, mode="etcd", flush=None, time_limit=20,
+         extra=("--power-loss-targets", "all"), variant="all-nodes"),
+    *(Cell(family, ETCD_RAFT, mode="etcd", flush=None) for family in ("kill", "partition", "pause", "churn")),
+    Cell("default", ETCD_RAFT, mode="etcd", flush=None, nodes=5, time_limit=60),
+)
+
+MATRIX: tuple[Cell, ...] = (*CONTROLS, *DLEDGER, *SYNC_MASTER, *ASYNC_MASTER, *NATS, *ETCD)
 DESIGNS = tuple(dict.fromkeys(cell.mode for cell in MATRIX))  # our node's modes, then other systems
 
 # The families no master-slave cell runs, and why.

@@ -18,6 +18,7 @@ system (`systems.SYSTEMS`). docs/extending.md shows how to add one.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,6 +33,24 @@ if TYPE_CHECKING:
     from harness.consumers import Puller
     from harness.sshnodes import SshNodes
     from harness.workload import LogClient
+
+
+_OURS = "needs our DLedger node: {}"
+# What the fault families that work through our node's own files and calls cannot do elsewhere.
+OUR_NODE_ONLY = {
+    "stale-leader": _OURS.format("its clock mode steps the node's clock file, and a stale leader is "
+                                 "recognised by the node's own metadata"),
+    "disk": _OURS.format("it damages the node's own store files (data, index); another system's files "
+                         "are not a target yet"),
+    "lose-node": _OURS.format("losing a node acts as RocketMQ's operator, promoting a slave through the "
+                              "node's admin call"),
+    "isolate-lose": _OURS.format("losing a node acts as RocketMQ's operator, promoting a slave through the "
+                                 "node's admin call"),
+}
+OUR_NODE_CHOICES = {"churn_modes": {"prefer": _OURS.format("it writes the node's preferred-leader control "
+                                                           "file")}}
+KERNEL_CLOCK = ("{} reads the kernel's clock, which containers share; the clock family steps our node's own "
+                "clock file, and faketime is not wired for it")
 
 
 @dataclass(frozen=True)
@@ -100,6 +119,15 @@ class System(ABC):
     def options(self) -> dict[str, Any]:
         """The system's options as test.json records them."""
         return {}
+
+
+def write_final_log(path: Path, ids: Mapping[int, str | None]) -> int:
+    """Write a final log (docs/formats.md) of the entries `ids` (log index -> id) to `path`: one line
+    an index from 0 to the highest, a null id where the node holds none; the entries written."""
+    with path.open("w", encoding="utf-8") as out:
+        for index in range(max(ids, default=-1) + 1):
+            out.write(json.dumps({"log_index": index, "id": ids.get(index)}) + "\n")
+    return len(ids)
 
 
 def refusals(system: System, families: list[str]) -> dict[str, str]:

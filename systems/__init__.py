@@ -18,6 +18,7 @@ SYSTEMS = {
     "dledger": "our DLedger node: Raft, or RocketMQ's classic master-slave HA (--mode)",
     "nats": "NATS JetStream (nats-server 2.10.27 from Debian trixie): one file stream replicated on "
             "every node (at most 5)",
+    "etcd": "etcd 3.4.23 (Debian bookworm): a static cluster, the log as keys created in revision order",
 }
 
 

@@ -20,3 +20,7 @@ with `entries` the `[log_index, id]` pairs and `commit_index` the answering memb
 as an index. Reads are linearizable by default; serializable reads answer from one member's
 own state, which is how the final read of each member's log is made.
 """
+
+from systems.etcd.system import Etcd, from_args
+
+__all__ = ["Etcd", "from_args"]

@@ -15,7 +15,6 @@ index) and records each server's own state (`/jsz`) in `catch_up`.
 from __future__ import annotations
 
 import contextlib
-import json
 import shlex
 import time
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
-from harness.system import Finish, System
+from harness.system import KERNEL_CLOCK, OUR_NODE_CHOICES, OUR_NODE_ONLY, Finish, System, write_final_log
 from harness.wait import wait_for
 from harness.workload import Acked, Served
 from nodes.client import ClientError, DefiniteFailure
@@ -38,24 +37,7 @@ if TYPE_CHECKING:
 
 MAX_REPLICAS = 5  # JetStream's limit on a stream's replicas
 CREATE_WAIT_S = 60.0
-NO_CLOCK = ("nats-server reads the kernel's clock, which containers share; the clock family steps our "
-            "node's own clock file, and faketime is not wired for nats-server")
-NOT_OURS = "needs our DLedger node: {}"
-REFUSED = {
-    "clock": NO_CLOCK,
-    "stale-leader": NOT_OURS.format("its clock mode steps the node's clock file, and a stale leader is "
-                                    "recognised by the node's own metadata"),
-    "disk": NOT_OURS.format("it damages the node's own store files (data, index); JetStream's "
-                            "msgs/*.blk are not a target yet"),
-    "lose-node": NOT_OURS.format("losing a node acts as RocketMQ's operator, promoting a slave through "
-                                 "the node's admin call"),
-    "isolate-lose": NOT_OURS.format("losing a node acts as RocketMQ's operator, promoting a slave through "
-                                    "the node's admin call"),
-}
-
-
-REFUSED_CHOICES = {"churn_modes": {"prefer": NOT_OURS.format("it writes the node's preferred-leader control "
-                                                             "file; JetStream has no preferred leader")}}
+REFUSED = {**OUR_NODE_ONLY, "clock": KERNEL_CLOCK.format("nats-server")}
 
 
 def spec_for(nodes: int) -> StreamSpec:
@@ -70,7 +52,7 @@ class Nats(System):
     name = "nats"
     client_port = CLIENT_PORT
     refused = REFUSED
-    refused_choices = REFUSED_CHOICES
+    refused_choices = OUR_NODE_CHOICES
     read_modes = ("committed",)  # MSG.GET answers from the stream leader's store: no linearizable read
     inputs = ("history", "final-logs")
     directed_reads = False
@@ -194,14 +176,11 @@ class Nats(System):
         if last_seq:
             js = self._js(nodes, name, timeout)
             try:
-                held = {m.seq: m.msg_id for m in js.read_all(stream, direct=True, last_seq=last_seq).messages}
+                read = js.read_all(stream, direct=True, last_seq=last_seq)
+                held = {m.log_index: m.msg_id for m in read.messages}
             finally:
                 js.connection.close()
-        end = max(held, default=0)  # a replica's log ends at the last seq it holds
-        with path.open("w", encoding="utf-8") as out:
-            for seq in range(1, end + 1):
-                out.write(json.dumps({"log_index": seq - 1, "id": held.get(seq)}) + "\n")
-        return len(held)
+        return write_final_log(path, held)  # a replica's log ends at the last seq it holds
 
     def options(self) -> dict[str, Any]:
         return {"nats_sync_interval": self.sync_interval}

@@ -10,6 +10,7 @@ from harness.system import refusals
 from nemesis import catalogue
 from systems import SYSTEMS
 from systems.dledger import Dledger
+from systems.etcd import Etcd
 from systems.nats import Nats
 
 
@@ -23,6 +24,12 @@ def test_the_default_system_is_our_node_with_its_own_defaults() -> None:
     assert (args.system, args.mode, args.flush, args.timing, args.consumers) == ("dledger", "dledger", "sync",
                                                                                  "default", 1)
     assert args.read_mode == "mixed" and args.left_out == {}
+    serve = list(args.under_test.serve_args)
+    assert serve[serve.index("--read-mode") + 1] == "lease", "mixed runs start the nodes guarding leases"
+    assert serve[serve.index("--flush") + 1] == "sync" and serve[serve.index("--timing") + 1] == "default"
+    sync = parsed("--mode", "master-slave-sync", "--flush", "async").under_test
+    assert sync.node_args["n2"][:4] == ["--mode", "master-slave", "--role", "SLAVE"]
+    assert list(sync.serve_args)[1] == "async"
 
 
 def test_nats_takes_its_sync_interval_and_leaves_dledger_options_unset() -> None:
@@ -55,6 +62,15 @@ def test_options_of_another_system_and_refused_families_are_bad_flags(argv: list
     assert words in str(refused.value)
 
 
+def test_etcd_takes_its_unsafe_no_fsync_switch_and_reads_linearizably() -> None:
+    args = parsed("--system", "etcd", "--etcd-unsafe-no-fsync")
+    assert isinstance(args.under_test, Etcd) and args.under_test.unsafe_no_fsync is True
+    assert args.read_mode == "linearizable" and args.consumers == 0
+    assert parsed("--system", "etcd").under_test.unsafe_no_fsync is False
+    with pytest.raises(ValueError, match="--etcd-unsafe-no-fsync: an option of --system etcd"):
+        parsed("--system", "nats", "--etcd-unsafe-no-fsync")
+
+
 def test_a_mix_leaves_out_what_the_system_cannot_take_and_says_why() -> None:
     args = parsed("--system", "nats", "--nemesis", "default")
     default = catalogue.mixes()["default"]
@@ -70,6 +86,6 @@ def test_a_default_option_loses_the_choices_the_system_cannot_take() -> None:
 
 
 def test_every_refused_family_exists_and_every_system_is_listed() -> None:
-    assert set(SYSTEMS) >= {"dledger", "nats"}
-    assert set(Nats.refused) <= set(catalogue.FAMILIES)
+    assert set(SYSTEMS) == {"dledger", "nats", "etcd"}
+    assert set(Nats.refused) | set(Etcd.refused) <= set(catalogue.FAMILIES)
     assert refusals(Dledger(), list(catalogue.FAMILIES)) == {}
