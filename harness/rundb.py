@@ -57,9 +57,7 @@ def open_db(inventory: Inventory | None, nodes: int, run_dir: Path, faults: list
     yet; they run our DLedger node only, which the flags check)."""
     fuse = "fuse" in catalogue.needs(faults)
     if inventory is None:
-        from harness.db import Db
-
-        return Db(nodes, system=system, key_dir=run_dir / "ssh", fuse=fuse)
+        return system.containers(nodes, run_dir / "ssh", fuse)
     from harness.hostsdb import HostsDb
     from systems.dledger import Dledger
 

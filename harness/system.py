@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import docker
 
     from harness.consumers import Puller
+    from harness.rundb import RunDb
     from harness.sshnodes import SshNodes
     from harness.workload import LogClient
 
@@ -73,6 +74,12 @@ class System(ABC):
     consumers: bool = False  # whether the run's consumers (RocketMQ's pull consumer) apply
     directed_reads: bool = False  # whether a read can ask one node of its choice, without redirect
     inputs: tuple[str, ...] = INPUTS
+
+    def containers(self, nodes: int, key_dir: Path, fuse: bool) -> RunDb:
+        """The run's cluster in containers (`harness.db.Db`; a test's fake system gives its own)."""
+        from harness.db import Db
+
+        return Db(nodes, system=self, key_dir=key_dir, fuse=fuse)
 
     @abstractmethod
     def image(self, client: docker.DockerClient, log: Any) -> str:
