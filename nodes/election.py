@@ -1,6 +1,6 @@
 """DLedger's election rules as pure functions and counters (no state changes, no IO).
 
-`judge_vote` is the voter side (docs/protocol.md "Vote handling", checks in order),
+`judge_vote` is the voter side (docs/dledger.md "Vote handling", checks in order),
 `VoteRound` counts a candidate's answers and `parse` decides the round ("Candidate round
 and parse results"), `judge_heartbeat` is a follower's answer to a heartbeat
 ("Heartbeats"). The core applies the side effects each answer implies.

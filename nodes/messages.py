@@ -96,7 +96,7 @@ class PushType(IntEnum):
 
 
 class ReadMode(IntEnum):
-    """How a read is served (see docs/protocol.md, "Read modes")."""
+    """How a read is served (see docs/dledger.md, "Read modes")."""
 
     READ_INDEX = 1
     LEASE = 2

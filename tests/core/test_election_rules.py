@@ -1,4 +1,4 @@
-"""Election rules one by one (docs/protocol.md "Vote handling", "Candidate round", "Heartbeats")."""
+"""Election rules one by one (docs/dledger.md "Vote handling", "Candidate round", "Heartbeats")."""
 
 from __future__ import annotations
 

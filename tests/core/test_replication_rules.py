@@ -1,4 +1,4 @@
-"""Push replication one transition at a time (docs/protocol.md "Replication (push)", "Commit")."""
+"""Push replication one transition at a time (docs/dledger.md "Replication (push)", "Commit")."""
 
 from __future__ import annotations
 
