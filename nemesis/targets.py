@@ -36,10 +36,6 @@ def choose(target: str, names: list[str], leader: str | None, rng: random.Random
     raise ValueError(f"unknown target {target!r}; choose from {', '.join(TARGETS)}")
 
 
-def needs_leader(targets: tuple[str, ...]) -> bool:
-    return any(t in ("leader", "followers") for t in targets)
-
-
 def pick(nodes: Nodes, targets: tuple[str, ...], rng: random.Random) -> tuple[str, list[str]]:
     """Draw a target spec from `targets` and the nodes it picks; asks for the leader only when needed."""
     target = rng.choice(targets)

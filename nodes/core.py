@@ -334,10 +334,6 @@ class Core:
         return MetadataResponse(list(self.peers), self.leader, self.term, self.role.value)
 
     @property
-    def transferring(self) -> bool:
-        return self._transfer is not None
-
-    @property
     def taking_term(self) -> int | None:
         """The term a leader last handed this node by transfer (it takes leadership while that
         is its term), until it follows or leads in that term or a later one."""
