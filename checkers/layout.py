@@ -8,11 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from checkers.jsonlines import InputError
+from nodes.messages import ReadMode
 
-LINEARIZABLE_MODES = ("mixed", "read-index", "lease", "linearizable")  # mixed: each read one of the two
+MIXED = "mixed"  # a run of our node whose reads are each read-index or lease, drawn at random
+LINEARIZABLE = "linearizable"  # another system's linearizable reads (etcd's default range read)
+LINEARIZABLE_MODES = (MIXED, *(m.label for m in ReadMode if m.linearizable), LINEARIZABLE)
+PREFIX_MODES = tuple(m.label for m in ReadMode if not m.linearizable)
 # What a results folder may hold as evidence; a check needs some of it (`verdict.Check`).
 INPUTS = ("history", "final-logs", "events", "stores")
-PREFIX_MODES = ("committed", "follower", "unsafe")
 DEFAULT_READ_MODE = "read-index"
 
 

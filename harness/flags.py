@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from checkers.layout import LINEARIZABLE_MODES, PREFIX_MODES
 from harness.inventory import Inventory, load_inventory
-from harness.modes import MIXED, MODES
+from harness.modes import MODES
 from harness.system import System, refusals
 from nemesis import catalogue
 from nemesis.base import comma_list
-from nodes.messages import ReadMode
 from systems import SYSTEMS
 
 NODES = 5  # the cluster size of a run in containers unless --nodes says otherwise
@@ -99,7 +99,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag("read-mode", None, "how reads are served and held (dledger: default mixed, each read read-index or "
                             "lease at random, nodes guarding leases; committed in master-slave modes, which "
                             "have no linearizable read; nats: committed, reads by seq through the stream "
-                            "leader)", choices=(MIXED, *(m.label for m in ReadMode))),
+                            "leader; etcd: linearizable)", choices=(*LINEARIZABLE_MODES, *PREFIX_MODES)),
     Flag("read-fraction", 0.25, "share of ops that are reads", float, check=_fraction),
     Flag("consumers", 1, "consumers pulling the log in order from offset 0 (RocketMQ's pull consumer), "
                          "failing over to other nodes", int, check=_not_negative, system="dledger"),

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from checkers.layout import MIXED
 from nodes.messages import ReadMode
 
-MIXED = "mixed"  # each read read-index or lease at random: both linearizable paths in one run
 MIXED_MODES = (ReadMode.READ_INDEX.label, ReadMode.LEASE.label)
 
 

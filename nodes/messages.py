@@ -109,6 +109,11 @@ class ReadMode(IntEnum):
         """The command-line / test.json spelling: `read-index`, `lease`, ..."""
         return self.name.lower().replace("_", "-")
 
+    @property
+    def linearizable(self) -> bool:
+        """Whether reads in this mode are linearizable (the rest answer from a prefix of the log)."""
+        return self in (ReadMode.READ_INDEX, ReadMode.LEASE)
+
     @classmethod
     def parse(cls, text: str) -> ReadMode:
         """`read-index` -> READ_INDEX; ValueError naming the valid modes otherwise."""
