@@ -50,8 +50,9 @@ OUR_NODE_ONLY = {
 }
 OUR_NODE_CHOICES = {"churn_modes": {"prefer": _OURS.format("it writes the node's preferred-leader control "
                                                            "file")}}
-KERNEL_CLOCK = ("{} reads the kernel's clock, which containers share; the clock family steps our node's own "
-                "clock file, and faketime is not wired for it")
+KERNEL_CLOCK = ("{} reads the kernel's clock, which containers share, and as a Go program reads it through "
+                "the vDSO, never through libc, so faketime (an LD_PRELOAD library) cannot shift it; the clock "
+                "family steps our node's own clock file")
 
 
 @dataclass(frozen=True)
