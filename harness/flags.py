@@ -198,13 +198,12 @@ def _narrow_choices(args: argparse.Namespace, system: System) -> None:
     """Drop from each family option's default the choices the system cannot take; refuse them when
     given explicitly (ValueError with the reason)."""
     for option in catalogue.options():
-        refused = system.refused_choices.get(option.dest, {})
         text = getattr(args, option.dest)
         items = comma_list(text)
-        for item in items:
-            if item in refused and text != option.default:
-                raise ValueError(f"--{option.name} {item}: --system {system.name} cannot take it: "
-                                 f"{refused[item]}")
+        refused = {item: why for item in items if (why := system.refused_choice(option.dest, item))}
+        for item, why in refused.items():
+            if text != option.default:
+                raise ValueError(f"--{option.name} {item}: --system {system.name} cannot take it: {why}")
         if refused:
             setattr(args, option.dest, ",".join(item for item in items if item not in refused))
 

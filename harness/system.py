@@ -7,7 +7,8 @@ node runs: a stream to create, say). Then who leads (`leader`), a client for the
 (`client`: appends and reads, `harness.workload.LogClient`), leadership moved by hand for the
 churn family (`transfer`), and after healing the wait for catch-up and the final reads
 (`finish`). It declares the fault families it cannot take, each with the reason (`refused`), and the
-choices of a family's options it cannot take (`refused_choices`: churn's `prefer`),
+choices of a family's options it cannot take (`refused_choice`: its kinds of file for the disk
+family, churn's `prefer`),
 the read modes its reads are held to (`read_modes`, the first the default), whether its nodes
 take consumers, and the evidence its runs leave (`inputs`: a check needing other evidence is
 "not applicable").
@@ -41,18 +42,15 @@ _OURS = "needs our DLedger node: {}"
 OUR_NODE_ONLY = {
     "stale-leader": _OURS.format("its clock mode steps the node's clock file, and a stale leader is "
                                  "recognised by the node's own metadata"),
-    "disk": _OURS.format("it damages the node's own store files (data, index); another system's files "
-                         "are not a target yet"),
     "lose-node": _OURS.format("losing a node acts as RocketMQ's operator, promoting a slave through the "
                               "node's admin call"),
     "isolate-lose": _OURS.format("losing a node acts as RocketMQ's operator, promoting a slave through the "
                                  "node's admin call"),
 }
-OUR_NODE_CHOICES = {"churn_modes": {"prefer": _OURS.format("it writes the node's preferred-leader control "
-                                                           "file")}}
-KERNEL_CLOCK = ("{} reads the kernel's clock, which containers share, and as a Go program reads it through "
-                "the vDSO, never through libc, so faketime (an LD_PRELOAD library) cannot shift it; the clock "
-                "family steps our node's own clock file")
+
+KERNEL_CLOCK = ("{} reads the kernel's clock, which containers share, and as a Go program reads it "
+                "through the vDSO, never through libc, so faketime (an LD_PRELOAD library) cannot shift it; "
+                "the clock family steps our node's own clock file")
 
 
 @dataclass(frozen=True)
@@ -70,7 +68,8 @@ class System(ABC):
     name: str
     client_port: int
     refused: Mapping[str, str] = {}  # fault family -> why this system cannot take it
-    refused_choices: Mapping[str, Mapping[str, str]] = {}  # family option (dest) -> choice -> why not
+    disk_files: tuple[str, ...] = ()  # the kinds of file the disk family damages (`--disk-files`)
+    preferred_leader: bool = False  # whether churn's `prefer` (a preferred-leader control file) applies
     read_modes: tuple[str, ...] = ("linearizable",)
     consumers: bool = False  # whether the run's consumers (RocketMQ's pull consumer) apply
     directed_reads: bool = False  # whether a read can ask one node of its choice, without redirect
@@ -119,6 +118,14 @@ class System(ABC):
     def finish(self, nodes: SshNodes, final_dir: Path, catch_up_s: float, op_timeout: float) -> Finish:
         """After healing: wait (at most `catch_up_s`) for a leader and catch-up, then write each
         node's final log to `final_dir/<node>.jsonl` (docs/formats.md)."""
+
+    def refused_choice(self, option: str, choice: str) -> str | None:
+        """Why this system cannot take `choice` of a family's option (by `dest`), or None."""
+        if option == "disk_files" and choice not in self.disk_files:
+            return f"it keeps no {choice} files (its own: {', '.join(self.disk_files) or 'none'})"
+        if option == "churn_modes" and choice == "prefer" and not self.preferred_leader:
+            return _OURS.format("prefer writes the node's preferred-leader control file")
+        return None
 
     def lease_quiet_s(self) -> float:
         """How long after a clock-stepping fault a `mixed` run sends no lease read (`LeaseGate`)."""

@@ -78,6 +78,8 @@ class Dledger(System):
     client_port = NODE_PORT
     consumers = True
     directed_reads = True
+    disk_files = ("data", "index")
+    preferred_leader = True
 
     @property
     def read_modes(self) -> tuple[str, ...]:  # type: ignore[override]

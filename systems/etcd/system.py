@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
-from harness.system import KERNEL_CLOCK, OUR_NODE_CHOICES, OUR_NODE_ONLY, Finish, System, write_final_log
+from harness.system import KERNEL_CLOCK, OUR_NODE_ONLY, Finish, System, write_final_log
 from harness.wait import wait_for
 from harness.workload import Acked, Served
 from nodes.client import ClientError
@@ -50,7 +50,7 @@ class Etcd(System):
     name = "etcd"
     client_port = CLIENT_PORT
     refused = REFUSED
-    refused_choices = OUR_NODE_CHOICES
+    disk_files = ("wal",)
     read_modes = ("linearizable",)
     inputs = ("history", "final-logs")
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
-from harness.system import KERNEL_CLOCK, OUR_NODE_CHOICES, OUR_NODE_ONLY, Finish, System, write_final_log
+from harness.system import KERNEL_CLOCK, OUR_NODE_ONLY, Finish, System, write_final_log
 from harness.wait import wait_for
 from harness.workload import Acked, Served
 from nodes.client import ClientError, DefiniteFailure
@@ -52,7 +52,7 @@ class Nats(System):
     name = "nats"
     client_port = CLIENT_PORT
     refused = REFUSED
-    refused_choices = OUR_NODE_CHOICES
+    disk_files = ("blk",)
     read_modes = ("committed",)  # MSG.GET answers from the stream leader's store: no linearizable read
     inputs = ("history", "final-logs")
     directed_reads = False

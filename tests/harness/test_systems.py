@@ -51,7 +51,8 @@ def test_nats_takes_its_sync_interval_and_leaves_dledger_options_unset() -> None
     (["--system", "nats", "--read-mode", "lease"], "--system nats serves only committed"),
     (["--system", "nats", "--nemesis", "clock"], "--nemesis clock: --system nats cannot take it: "
                                                   "nats-server reads the kernel's clock"),
-    (["--system", "nats", "--nemesis", "kill,disk"], "--nemesis disk: --system nats cannot take it"),
+    (["--system", "nats", "--nemesis", "disk", "--disk-files", "data"],
+     "--disk-files data: --system nats cannot take it: it keeps no data files (its own: blk)"),
     (["--system", "nats", "--nemesis", "churn", "--churn-modes", "prefer"],
      "--churn-modes prefer: --system nats cannot take it"),
     (["--system", "nats", "--mutant", "ack-before-quorum"], "--mutant: an option of --system dledger"),
@@ -74,15 +75,18 @@ def test_etcd_takes_its_unsafe_no_fsync_switch_and_reads_linearizably() -> None:
 def test_a_mix_leaves_out_what_the_system_cannot_take_and_says_why() -> None:
     args = parsed("--system", "nats", "--nemesis", "default")
     default = catalogue.mixes()["default"]
-    assert set(args.left_out) == {"clock", "stale-leader", "disk"}
+    assert set(args.left_out) == {"clock", "stale-leader"}
     assert args.faults == [name for name in default if name not in args.left_out]
     assert all(args.left_out[name] == Nats.refused[name] for name in args.left_out)
 
 
 def test_a_default_option_loses_the_choices_the_system_cannot_take() -> None:
-    args = parsed("--system", "nats", "--nemesis", "churn")
+    args = parsed("--system", "nats", "--nemesis", "churn,disk")
     assert args.fault_options["churn_modes"] == ("transfer",) and args.churn_modes == "transfer"
-    assert parsed("--nemesis", "churn").fault_options["churn_modes"] == ("transfer", "prefer")
+    assert args.fault_options["disk_files"] == ("blk",)
+    assert parsed("--system", "etcd", "--nemesis", "disk").fault_options["disk_files"] == ("wal",)
+    ours = parsed("--nemesis", "churn,disk").fault_options
+    assert ours["churn_modes"] == ("transfer", "prefer") and ours["disk_files"] == ("data", "index")
 
 
 def test_every_refused_family_exists_and_every_system_is_listed() -> None:
