@@ -159,15 +159,18 @@ def read_history(lines: Iterable[dict[str, Any]], vocabulary: dict[str, dict[str
 
 
 def fault_log(history: Iterable[dict[str, Any]], vocabulary: dict[str, dict[str, Any]],
-              events: Iterable[dict[str, Any]], wall_start_ns: int) -> dict[str, Any]:
+              events: Iterable[dict[str, Any]] | None, wall_start_ns: int) -> dict[str, Any]:
     """`{"faults": [one record per fault], "leader_changes": n, "elections": n}` for test.json."""
     return _fault_log(read_history(history, vocabulary), vocabulary, events, wall_start_ns)
 
 
 def _fault_log(read: HistoryRead, vocabulary: dict[str, dict[str, Any]],
-               events: Iterable[dict[str, Any]], wall_start_ns: int) -> dict[str, Any]:
+               events: Iterable[dict[str, Any]] | None, wall_start_ns: int) -> dict[str, Any]:
+    """With `events` None (the system leaves no node events) who led is unknown: the leader
+    fields are null rather than a count of zero."""
     outcomes, faults = read
-    elections = Elections.from_events(events, wall_start_ns)
+    known = events is not None
+    elections = Elections.from_events(events or (), wall_start_ns)
     records = []
     for fault in faults:
         start, end = fault["start"], fault["end"]
@@ -181,9 +184,9 @@ def _fault_log(read: HistoryRead, vocabulary: dict[str, dict[str, Any]],
             "end_s": round(end, 3),
             "targets": targets,
             "leader_before": leader,
-            "leader_hit": leader is not None and leader in targets,
-            "leader_changes": elections.changes(start, end + SETTLE_S),
-            "elections": elections.elections(start, end + SETTLE_S),
+            "leader_hit": leader is not None and leader in targets if known else None,
+            "leader_changes": elections.changes(start, end + SETTLE_S) if known else None,
+            "elections": elections.elections(start, end + SETTLE_S) if known else None,
             "ops": {kind: outcomes.count(kind, start, end) for kind in ("ok", "fail", "info")},
             "longest_no_append_s": round(outcomes.longest_gap(start, end), 3),
             "recovery_s": _rounded(outcomes.recovery(end)),
@@ -198,8 +201,8 @@ def _fault_log(read: HistoryRead, vocabulary: dict[str, dict[str, Any]],
             if fault.get(key):
                 record[key] = fault[key]
         records.append(record)
-    return {"faults": records, "leader_changes": elections.total_changes(),
-            "elections": len({term for _t, term, _n in elections.candidacies})}
+    return {"faults": records, "leader_changes": elections.total_changes() if known else None,
+            "elections": len({term for _t, term, _n in elections.candidacies}) if known else None}
 
 
 def _rounded(value: float | None) -> float | None:
@@ -224,6 +227,6 @@ def run_fault_log(run_dir: Path, vocabulary: dict[str, dict[str, Any]], wall_sta
 
     paths = sorted(run_dir.glob("nodes/*/events.jsonl"))
     # Streamed: a node's events.jsonl holds a line per commit-index step (2 million lines
-    # for an hour's run of 3 nodes, 1.9 GB held as a list).
-    events = (e for path in paths for e in records(path, event_line_problem))
+    # for an hour's run of 3 nodes, 1.9 GB held as a list). None: a system that writes none.
+    events = (e for path in paths for e in records(path, event_line_problem)) if paths else None
     return _fault_log(read or read_history_file(run_dir, vocabulary), vocabulary, events, wall_start_ns)

@@ -114,7 +114,7 @@ def faults_that_bit(test: dict[str, Any]) -> list[dict[str, Any]]:
         entry = families.setdefault(fault["family"], {"family": fault["family"], "faults": 0, "bit": 0,
                                                       "leader_hit": 0, "leader_changes": 0, "errors": 0})
         ops = fault.get("ops", {})
-        changes = fault.get("leader_changes", 0)
+        changes = fault.get("leader_changes") or 0
         entry["faults"] += 1
         entry["bit"] += bool(fault.get("leader_hit") or changes or ops.get("fail") or ops.get("info"))
         entry["leader_hit"] += bool(fault.get("leader_hit"))

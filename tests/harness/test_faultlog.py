@@ -42,6 +42,18 @@ def test_a_leader_kill_is_recorded_with_its_effects():
     assert log["leader_changes"] == 1 and log["elections"] == 1
 
 
+def test_without_node_events_who_led_is_unknown_not_zero():
+    """Another system under test writes no events.jsonl: the leader fields are null, the ops still count."""
+    history = [op(2.0, "invoke", "nemesis", "kill"), op(2.1, "info", "nemesis", "kill", {"targets": ["n1"]}),
+               *client(2.2, 3.0, "info"), op(6.0, "invoke", "nemesis", "start"),
+               op(6.5, "info", "nemesis", "start", {"targets": ["n1"]})]
+    log = fault_log(history, VOCAB, None, WALL)
+    (kill,) = log["faults"]
+    assert log["leader_changes"] is None and log["elections"] is None
+    assert (kill["leader_hit"], kill["leader_changes"], kill["elections"]) == (None, None, None)
+    assert kill["ops"] == {"ok": 0, "fail": 0, "info": 1}
+
+
 def test_a_read_refused_by_the_one_node_it_asked_is_not_a_fault_effect():
     asked = {"from": 0, "to": 1, "at": "n3"}
     history = [op(1.0, "invoke", "nemesis", "kill"), op(1.1, "info", "nemesis", "kill", {"targets": ["n3"]}),
