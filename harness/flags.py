@@ -154,23 +154,26 @@ class _RaisingParser(argparse.ArgumentParser):
         raise ValueError(f"{self.prog}: {message}")
 
 
-def parsed(argv: list[str], prog: str) -> argparse.Namespace:
+def parsed(argv: list[str], prog: str, system: System | None = None) -> argparse.Namespace:
     """`argv` as the run command's flags, validated (`validate`); ValueError, naming `prog`, when bad."""
     parser = _RaisingParser(prog=prog)
     add_arguments(parser)
     args = parser.parse_args(argv)
-    validate(args)
+    validate(args, system)
     return args
 
 
-def validate(args: argparse.Namespace) -> None:
-    """Check every flag; sets `args.faults` (family names) and `args.fault_options` (parsed values).
+def validate(args: argparse.Namespace, system: System | None = None) -> None:
+    """Check every flag; sets `args.under_test` (the system, `system` when given: a test's own, which
+    `--system` then names), `args.faults` (family names) and `args.fault_options` (parsed values).
 
     ValueError naming the flag and what is wrong.
     """
     import systems
     from harness.generator import parse_concurrency
 
+    if system is not None:
+        args.system = system.name
     for flag in FLAGS:
         value = getattr(args, flag.dest)
         problem = flag.check(value) if flag.check and value is not None else None
@@ -181,13 +184,13 @@ def validate(args: argparse.Namespace) -> None:
     args.inventory = _inventory(args)
     if args.mutant is not None:
         _check_mutant(args)
-    read_modes = systems.build(args).read_modes
+    read_modes = (system or systems.build(args)).read_modes
     if args.read_mode is None:
         args.read_mode = read_modes[0]
     elif args.read_mode not in read_modes:
         what = f"--mode {args.mode}" if args.system == "dledger" else f"--system {args.system}"
         raise ValueError(f"--read-mode {args.read_mode}: {what} serves only {', '.join(read_modes)}")
-    system = args.under_test = systems.build(args)  # again: with the read mode resolved
+    system = args.under_test = system or systems.build(args)  # again: with the read mode resolved
     args.workers = parse_concurrency(args.concurrency, args.nodes)
     args.faults, args.left_out = _faults(args.nemesis, system)
     _narrow_choices(args, system)
@@ -195,14 +198,16 @@ def validate(args: argparse.Namespace) -> None:
 
 
 def _narrow_choices(args: argparse.Namespace, system: System) -> None:
-    """Drop from each family option's default the choices the system cannot take; refuse them when
-    given explicitly (ValueError with the reason)."""
-    for option in catalogue.options():
+    """Drop from the options of the run's families the choices the system cannot take when they are
+    the default; refuse them when given (ValueError with the reason), and an option left with none."""
+    options = {option.name: option for name in args.faults for option in catalogue.FAMILIES[name].options}
+    for option in options.values():
         text = getattr(args, option.dest)
         items = comma_list(text)
-        refused = {item: why for item in items if (why := system.refused_choice(option.dest, item))}
+        answers = {item: system.refused_choice(option.dest, item) for item in items}
+        refused = {item: why for item, why in answers.items() if why}
         for item, why in refused.items():
-            if text != option.default:
+            if text != option.default or len(refused) == len(items):
                 raise ValueError(f"--{option.name} {item}: --system {system.name} cannot take it: {why}")
         if refused:
             setattr(args, option.dest, ",".join(item for item in items if item not in refused))
