@@ -28,7 +28,7 @@ from checkers.progress import Progress, Watch
 from checkers.replicas import load_stores, replica_disagreement, replica_flags
 from checkers.spark import running, session, shuffle_partitions_for
 from checkers.tables import Tables
-from checkers.verdict import INFORMATIONAL, decide, undecided
+from checkers.verdict import FINAL, INFORMATIONAL, add_never_read, decide, undecided
 
 
 class Pass(Protocol):
@@ -91,6 +91,7 @@ def check_many(
     """
     started = time.monotonic()
     lost_where: dict[int, dict[str, int]] = {}
+    unread: dict[int, int] = {}
     partitions = shuffle_partitions_for(_input_bytes(dirs), spark.sparkContext.defaultParallelism)
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     loaded = loaded or Loaded()
@@ -136,6 +137,11 @@ def check_many(
                 if any("lost" in checks for checks in found.values()):
                     watch.stage("placing the lost appends")
                     lost_where = durability.lost_where(tables)
+            # Without final logs `lost` may end unknown: count what nothing ever read back.
+            drain = [hid for hid, d in enumerate(dirs) if hid not in finals.longest and FINAL in d.inputs]
+            if drain:
+                watch.stage("counting the acknowledged appends never read back")
+                unread = durability.never_read(tables, drain)
         finally:
             tables.unpersist()
     timing = {
@@ -167,6 +173,8 @@ def check_many(
                          not_applicable, present)
         if hid in lost_where:
             verdict["checks"]["lost"]["where"] = lost_where[hid]
+        if hid in unread and FINAL in missing:
+            add_never_read(verdict, unread[hid])
         if layout.source is not None:
             verdict["source"] = layout.source
         results.append({**verdict, **summaries[hid].result()})

@@ -191,6 +191,19 @@ def lost_where(t: Tables) -> dict[int, dict[str, int]]:
     return where
 
 
+def never_read(t: Tables, hids: list[int]) -> dict[int, int]:
+    """hid -> how many acknowledged appends (distinct ids) of histories `hids` no read or
+    consume ever returned: not an ok read's or consume's entries, nor what a fail or info one
+    carried. Jepsen's drain count, said when no final log can tell whether they were kept."""
+    if not hids:
+        return {}
+    mine = F.col("hid").isin(*hids)
+    acked = t.appends.where((F.col("status") == "ok") & mine).select("hid", "id").distinct()
+    seen = t.seen_entries(observed=True).where(mine & F.col("id").isNotNull()).select("hid", "id")
+    rows = acked.join(seen.distinct(), ["hid", "id"], "left_anti").groupBy("hid").count().collect()
+    return {hid: 0 for hid in hids} | {row["hid"]: row["count"] for row in rows}
+
+
 def divergence(t: Tables) -> DataFrame:
     """One log index holding different ids across acks, reads and the nodes' final logs."""
     claims = t.claims(acks=True).withColumn("idkey", F.coalesce("id", F.lit(NOOP_KEY)))

@@ -18,7 +18,7 @@ from typing import Any
 
 from checkers.jsonlines import HistoryValidator, event_line_problem, final_line_problem, iter_jsonl
 from checkers.layout import ResultsDir
-from checkers.verdict import decide, undecided
+from checkers.verdict import add_never_read, decide, undecided
 
 NOOP = "\u0000noop"
 
@@ -340,7 +340,16 @@ def reference_check(results_dir: Path | str) -> dict[str, Any]:
     if "replica-disagreement" not in not_applicable:
         why["replica-disagreement"] = "not checked by the reference checker"
     found = {name: (n, []) for name, n in counts.items() if n}
-    return decide(found, why, run.layout.read_mode, {}, [], not_applicable)
+    verdict = decide(found, why, run.layout.read_mode, {}, [], not_applicable)
+    if "final-logs" in missing:
+        add_never_read(verdict, _never_read(run))
+    return verdict
+
+
+def _never_read(run: Run) -> int:
+    """Acknowledged appends (distinct ids) that no read or consume ever returned, ok or not."""
+    seen = {x for op in run.reads + run.consumes + run.observed for _, x in op.entries}
+    return len({a.id for a in run.appends if a.type == "ok" and a.id not in seen})
 
 
 def linearizable(results_dir: Path | str, limit: int = 2_000_000) -> bool | None:

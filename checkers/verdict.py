@@ -150,6 +150,23 @@ def decide(
     return {"valid": valid, "read_mode": read_mode, "checks": checks, "stats": stats, "notes": notes}
 
 
+def add_never_read(verdict: dict[str, Any], never_read: int) -> None:
+    """Say in `verdict`'s `lost`, when it is unknown for want of final logs, how many
+    acknowledged appends no read or consume ever returned (Jepsen's drain count): `never_read`
+    and a clause of its note. An unread append is not proven lost, so the check stays unknown."""
+    lost = verdict["checks"]["lost"]
+    if lost["valid"] != "unknown":
+        return
+    lost["never_read"] = never_read
+    if never_read == 0:
+        said = "every acknowledged append was read back"
+    elif never_read == 1:
+        said = "1 acknowledged append was never read back"
+    else:
+        said = f"{never_read} acknowledged appends were never read back"
+    lost["note"] = f"{lost['note']}; {said}" if lost.get("note") else said
+
+
 def exit_code(valid: Verdict) -> int:
     """0 valid, 1 invalid, 2 unknown."""
     return 0 if valid is True else 1 if valid is False else 2
@@ -174,7 +191,11 @@ def table(result: dict[str, Any]) -> str:
         if c.get("informational"):
             verdict = "info"
         first = json.dumps(c["witnesses"][0], separators=(",", ":")) if c["witnesses"] else ""
-        lines.append(f"{name:<22} {verdict:<8} {c['count']:>8}  {first[:100]}")
+        count = c["count"]
+        if "never_read" in c:  # an unknown `lost`: the acknowledged appends nothing read back
+            count = c["never_read"]
+            first = first or "acknowledged, never read back (no final logs)"
+        lines.append(f"{name:<22} {verdict:<8} {count:>8}  {first[:100]}")
     if result.get("exercised"):
         lines.append(f"exercised: {result['exercised']['summary']}")
     lines.append(verdict_line(result))
