@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import shlex
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,9 +25,9 @@ from harness.errors import HarnessError
 from harness.system import KERNEL_CLOCK, OUR_NODE_ONLY, Finish, System, write_final_log
 from harness.wait import wait_for
 from harness.workload import Acked, Served
-from nodes.client import ClientError, DefiniteFailure
+from nodes.client import ClientError
 from nodes.payload import payload_id
-from systems.nats.client import Connection, JetStream, StreamSpec, replica_state
+from systems.nats.client import Connection, JetStream, JetStreamError, StreamSpec, replica_state
 from systems.nats.config import CLIENT_PORT, CONFIG_PATH, MONITOR_PORT, SYNC_DEFAULT, server_config
 
 if TYPE_CHECKING:
@@ -49,6 +49,7 @@ class Nats(System):
     """A JetStream cluster; `sync_interval` is the server's `sync_interval` (`default`: left out)."""
 
     sync_interval: str = SYNC_DEFAULT
+    _clients: int = field(default=0, repr=False, compare=False)
     name = "nats"
     client_port = CLIENT_PORT
     refused = REFUSED
@@ -96,20 +97,25 @@ class Nats(System):
                                          f"{CREATE_WAIT_S:g} s; see stdout.log of each node", interval=0.5)
 
     def leader(self, nodes: SshNodes, timeout: float = 1.0) -> str | None:
-        """The stream's leader as the first server that answers says."""
+        """The stream's leader as the first server that names one says (a server that cannot be
+        reached, or knows none just now, is passed over)."""
         for name in nodes.names:
             js = self._js(nodes, name, timeout)
             try:
-                return js.info(spec_for(len(nodes.names)).name).leader
+                leader = js.info(spec_for(len(nodes.names)).name).leader
             except ClientError:
                 continue
             finally:
                 js.connection.close()
+            if leader is not None:
+                return leader
         return None
 
     def client(self, nodes: SshNodes, timeout: float) -> NatsLog:
+        """A worker's client, on the next server in turn (the workers spread over the servers)."""
         hosts = {name: nodes.address(name) for name in nodes.names}
-        return NatsLog(hosts, spec_for(len(nodes.names)), timeout)
+        self._clients += 1
+        return NatsLog(hosts, spec_for(len(nodes.names)), timeout, first=self._clients)
 
     def transfer(self, nodes: SshNodes, to: str, timeout: float) -> dict[str, Any]:
         """A step-down of the stream leader: JetStream elects the successor (`to` is not asked for)."""
@@ -119,7 +125,7 @@ class Nats(System):
             try:
                 js.step_down(stream)
                 return {"result": "stepped down"}
-            except DefiniteFailure as e:
+            except JetStreamError as e:  # the cluster's answer; a server not reached is passed over
                 return {"result": f"refused: {e}"}
             except ClientError:
                 continue
@@ -149,9 +155,14 @@ class Nats(System):
 
         with contextlib.suppress(HarnessError):
             wait_for(current, catch_up_s, "catch-up", interval=0.2)
+        # A direct get is answered by a current replica, the asked server's own when it is one: with
+        # every replica current each final log is that server's; otherwise another may have answered.
+        exact = seen["leader"] is not None and not seen["lagging"]
         catch_up = {"leader": seen["leader"], "commit_index": None if seen["last_seq"] is None
                     else seen["last_seq"] - 1, "lagging": seen["lagging"],
-                    "seconds": round(time.monotonic() - started, 3)}
+                    "seconds": round(time.monotonic() - started, 3),
+                    "final_reads": "each server's own replica" if exact else
+                    "a current replica per server (some were not: it may not be that server's own)"}
         timeout = max(op_timeout, 10.0)
         replicas: dict[str, Any] = {}
         outcomes: dict[str, int | str] = {}
@@ -194,12 +205,12 @@ class NatsLog:
     """The workers' `harness.workload.LogClient` on one server at a time (the next after a failure):
     a publish with `Nats-Msg-Id` = the payload's id, reads by seq through the stream leader."""
 
-    def __init__(self, hosts: dict[str, str], spec: StreamSpec, timeout: float) -> None:
+    def __init__(self, hosts: dict[str, str], spec: StreamSpec, timeout: float, first: int = 0) -> None:
         self.hosts = hosts
         self.spec = spec
         self.timeout = timeout
         self._order = list(hosts)
-        self._at = 0
+        self._at = first
         self._js: JetStream | None = None
 
     def _server(self) -> JetStream:

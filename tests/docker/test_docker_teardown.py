@@ -13,16 +13,10 @@ import pytest
 from harness.cluster import LABEL_RUN, Cluster, Node, new_run_id
 from harness.db import Db
 from harness.errors import HarnessError
+from tests.support.leftovers import leftovers
 
 pytestmark = pytest.mark.docker
 REPO = Path(__file__).resolve().parents[2]
-
-
-def leftovers(client: docker.DockerClient, run_id: str) -> list[str]:
-    selector = {"label": f"{LABEL_RUN}={run_id}"}
-    return ([c.name for c in client.containers.list(all=True, filters=selector)]
-            + [n.name for n in client.networks.list(filters=selector)]
-            + [v.name for v in client.volumes.list(filters=selector)])
 
 
 def host_rules_for(network_id: str) -> list[str]:

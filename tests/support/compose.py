@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from harness.cluster import LABEL_RUN
+from tests.support.leftovers import leftovers
 from tests.support.localcluster import free_ports
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,14 +60,6 @@ def _labels(labels: dict[str, str] | list[str] | None) -> dict[str, str]:
     if isinstance(labels, list):
         return dict(label.split("=", 1) for label in labels)
     return dict(labels or {})
-
-
-def leftovers(client: docker.DockerClient, project: str) -> list[str]:
-    """The project's containers, networks and volumes that still exist."""
-    selector = {"label": f"{LABEL_RUN}={project}"}
-    return ([c.name for c in client.containers.list(all=True, filters=selector)]
-            + [n.name for n in client.networks.list(filters=selector)]
-            + [v.name for v in client.volumes.list(filters=selector)])
 
 
 @contextmanager

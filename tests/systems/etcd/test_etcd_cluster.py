@@ -1,48 +1,30 @@
-"""A real 3-member etcd cluster in containers (bookworm's etcd-server 3.4.23): the log workload's
-appends land at dense indexes, read back linearizably and serializably from every member, a
-retried append does not duplicate, move-leader moves it, appends go on after a kill -9 of the
-leader and the killed member comes back with its log; `--unsafe-no-fsync` is accepted. Every
-container, network and volume carries the run label and is gone afterwards."""
+"""A real 3-member etcd cluster (bookworm's etcd-server 3.4.23) made the way a run makes it
+(`harness.db.Db` with `Etcd`, each member started over SSH): the log workload's appends land at
+dense indexes, read back linearizably and serializably from every member, a retried append does
+not duplicate, move-leader moves it, appends go on after a kill -9 of the leader and the killed
+member comes back with its log; `--unsafe-no-fsync` is accepted. One test goes through the seam
+alone, as a run's workers and final reads do. Every container, network and volume carries the run
+label and is gone afterwards (the fixtures check)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import shlex
+from pathlib import Path
 
 import docker  # type: ignore[import-untyped]
 import pytest
 
-from harness.cluster import LABEL_RUN
+from harness.db import Db
 from harness.wait import wait_for
 from nodes.client import DefiniteFailure, IndeterminateFailure
+from systems.etcd import Etcd
 from systems.etcd.client import AppendOk, EtcdClient
-from systems.etcd.config import EtcdOptions
-from systems.etcd.containers import EtcdContainers
+from tests.support.seamrun import keeps_every_acknowledged_append
+from tests.systems.etcd.conftest import START_S, EtcdCluster
 
 pytestmark = pytest.mark.docker
-Etcd3 = tuple[EtcdContainers, EtcdClient]
-START_S = 60.0  # members of a fresh cluster find each other and elect within this, on a busy machine
 ELECT_S = 30.0
 ENTRIES = 50
-
-
-def leftovers(client: docker.DockerClient, run_id: str) -> list[str]:
-    selector = {"label": f"{LABEL_RUN}={run_id}"}
-    return ([c.name for c in client.containers.list(all=True, filters=selector)]
-            + [n.name for n in client.networks.list(filters=selector)]
-            + [v.name for v in client.volumes.list(filters=selector)])
-
-
-def started(cluster: EtcdContainers) -> EtcdClient:
-    client = EtcdClient(cluster.start(), timeout=5.0)
-    wait_for(client.leader, START_S, f"no etcd leader within {START_S} s")
-    return client
-
-
-@pytest.fixture(scope="module")
-def etcd3(docker_client: docker.DockerClient, etcd_image: str) -> Iterator[Etcd3]:
-    with EtcdContainers(docker_client, etcd_image, 3) as cluster:
-        yield cluster, started(cluster)
-    assert leftovers(docker_client, cluster.run_id) == []
 
 
 def append_until_ok(client: EtcdClient, append_id: str, timeout: float = ELECT_S) -> AppendOk:
@@ -65,21 +47,34 @@ def whole_log(client: EtcdClient, node: str, length: int) -> list[tuple[int, str
     return list(entries or [])
 
 
-def test_appends_land_at_dense_indexes_and_read_back_from_every_member(etcd3: Etcd3) -> None:
-    cluster, client = etcd3
-    assert {client.status(node).revision for node in cluster.names} == {1}  # the empty store: index -1
+# ---------------------------------------------------------------- through the seam, as a run
+
+
+def test_a_run_through_the_seam_keeps_every_acknowledged_append(fresh_etcd3: EtcdCluster,
+                                                                 tmp_path: Path) -> None:
+    db, _ = fresh_etcd3
+    assert isinstance(db.system, Etcd)
+    keeps_every_acknowledged_append(db, tmp_path)
+
+
+# ---------------------------------------------------------------- our client on the cluster
+
+
+def test_appends_land_at_dense_indexes_and_read_back_from_every_member(etcd3: EtcdCluster) -> None:
+    db, client = etcd3
+    assert {client.status(node).revision for node in db.names} == {1}  # the empty store: index -1
     acks = [client.append(f"e-{i}") for i in range(ENTRIES)]
     assert [ack.log_index for ack in acks] == list(range(ENTRIES))
     assert not any(ack.duplicate for ack in acks)
     expected = [(i, f"e-{i}") for i in range(ENTRIES)]
-    for node in cluster.names:
+    for node in db.names:
         read = client.read(0, ENTRIES - 1, node=node)
         assert (read.node, read.entries, read.last) == (node, expected, ENTRIES - 1)
         assert client.read(10, 19, node=node).entries == expected[10:20]
         assert whole_log(client, node, ENTRIES) == expected  # serializable: the member's own state
 
 
-def test_a_retried_append_does_not_duplicate(etcd3: Etcd3) -> None:
+def test_a_retried_append_does_not_duplicate(etcd3: EtcdCluster) -> None:
     _, client = etcd3
     retry = client.append("e-7")
     assert (retry.log_index, retry.duplicate) == (7, True)
@@ -89,21 +84,20 @@ def test_a_retried_append_does_not_duplicate(etcd3: Etcd3) -> None:
     assert len(ids) == len(set(ids)) == ENTRIES + 1
 
 
-def test_move_leader_changes_the_leader(etcd3: Etcd3) -> None:
-    cluster, client = etcd3
+def test_move_leader_changes_the_leader(etcd3: EtcdCluster) -> None:
+    db, client = etcd3
     before = client.leader()
-    target = next(name for name in cluster.names if name != before)
+    target = next(name for name in db.names if name != before)
     assert client.move_leader(target) == before
     wait_for(lambda: client.leader() == target, ELECT_S, f"{target} did not become leader")
 
 
-def test_appends_go_on_after_a_kill_9_of_the_leader(docker_client: docker.DockerClient,
-                                                    etcd3: Etcd3) -> None:
-    cluster, client = etcd3
+def test_appends_go_on_after_a_kill_9_of_the_leader(etcd3: EtcdCluster) -> None:
+    db, client = etcd3
     victim = client.leader()
     assert victim is not None
-    cluster.kill(victim)
-    assert docker_client.containers.get(cluster.container_name(victim)).status == "exited"
+    db.kill(victim)  # SIGKILL of the member's etcd (its container stays)
+    assert not db.running(victim)
     survivors = EtcdClient({name: endpoint for name, endpoint in client.endpoints.items() if name != victim})
     wait_for(lambda: survivors.leader() not in (None, victim), ELECT_S, "no new leader among the survivors")
     acks = [append_until_ok(survivors, f"k-{i}") for i in range(10)]
@@ -111,7 +105,8 @@ def test_appends_go_on_after_a_kill_9_of_the_leader(docker_client: docker.Docker
     length = ENTRIES + 11
     logs = {node: whole_log(survivors, node, length) for node in survivors.endpoints}
     assert all(log == logs[next(iter(logs))] and len(log) == length for log in logs.values())
-    back = EtcdClient({victim: cluster.restart(victim)})
+    db.start(victim)  # on its data, as it was
+    back = EtcdClient({victim: client.endpoints[victim]})
     assert wait_for(lambda: _answers(back, victim, length), START_S, f"{victim} did not come back") == logs[
         next(iter(logs))]
 
@@ -124,20 +119,24 @@ def _answers(client: EtcdClient, node: str, length: int) -> list[tuple[int, str]
     return log if len(log) >= length else None
 
 
-def test_unsafe_no_fsync_is_accepted(docker_client: docker.DockerClient, etcd_image: str) -> None:
-    with EtcdContainers(docker_client, etcd_image, 3, EtcdOptions(unsafe_no_fsync=True)) as cluster:
-        client = started(cluster)
-        assert [client.append(f"u-{i}").log_index for i in range(5)] == list(range(5))
-        assert [append_id for _, append_id in client.read().entries] == [f"u-{i}" for i in range(5)]
-        for node in cluster.names:
-            container = docker_client.containers.get(cluster.container_name(node))
-            assert container.status == "running"
-            assert "--unsafe-no-fsync" in container.attrs["Args"]
-        # etcd 3.4.23's --help and start-up log never name the flag, but its flag set knows it: a bad
-        # value is refused as this flag's, where an unknown flag is "not defined"
-        member = docker_client.containers.get(cluster.container_name("n1"))
-        bad_value = member.exec_run(["/usr/bin/etcd", "--unsafe-no-fsync=maybe", "--data-dir=/tmp/x"])
-        assert bad_value.exit_code == 2 and b"for -unsafe-no-fsync" in bad_value.output
-        unknown = member.exec_run(["/usr/bin/etcd", "--unsafe-no-such-flag", "--data-dir=/tmp/x"])
-        assert unknown.exit_code == 2 and b"flag provided but not defined" in unknown.output
-    assert leftovers(docker_client, cluster.run_id) == []
+def test_unsafe_no_fsync_is_accepted(docker_client: docker.DockerClient, etcd3_no_fsync: EtcdCluster) -> None:
+    db, client = etcd3_no_fsync
+    assert [client.append(f"u-{i}").log_index for i in range(5)] == list(range(5))
+    assert [append_id for _, append_id in client.read().entries] == [f"u-{i}" for i in range(5)]
+    for node in db.names:
+        assert db.running(node)
+        assert "--unsafe-no-fsync" in command_line(db, node)
+    # etcd 3.4.23's --help and start-up log never name the flag, but its flag set knows it: a bad
+    # value is refused as this flag's, where an unknown flag is "not defined"
+    member = docker_client.containers.get(db.node("n1").container)
+    bad_value = member.exec_run(["/usr/bin/etcd", "--unsafe-no-fsync=maybe", "--data-dir=/tmp/x"])
+    assert bad_value.exit_code == 2 and b"for -unsafe-no-fsync" in bad_value.output
+    unknown = member.exec_run(["/usr/bin/etcd", "--unsafe-no-such-flag", "--data-dir=/tmp/x"])
+    assert unknown.exit_code == 2 and b"flag provided but not defined" in unknown.output
+
+
+def command_line(db: Db, node: str) -> list[str]:
+    """The argv of the member's running etcd, as its node's kernel has it."""
+    pid = db.process(node).pid()
+    assert pid is not None, f"{node}: no etcd was started"
+    return db.exec(node, f"cat /proc/{shlex.quote(str(pid))}/cmdline").split("\0")[:-1]

@@ -1,9 +1,13 @@
-"""A 3-server NATS JetStream cluster in containers, through our own client: publish, read back by seq on
-every server, deduplication of a retried publish, leader step-down, kill -9 of the leader; and the
-precondition of Jepsen's NATS power-loss finding: with the default `sync_interval` the servers
-acknowledge publishes they have not fsynced, with `sync_interval: always` they fsync each one first.
+"""A 3-server NATS JetStream cluster made the way a run makes it (`harness.db.Db` with `Nats`, each
+server started over SSH, the stream created by `Nats.prepare`), through our own client: publish,
+read back by seq on every server, deduplication of a retried publish, leader step-down, kill -9 of
+the leader; and the precondition of Jepsen's NATS power-loss finding: with the default
+`sync_interval` the servers acknowledge publishes they have not fsynced, with `sync_interval:
+always` they fsync each one first. One test goes through the seam alone, as a run's workers and
+final reads do.
 
-The tests of this module run in order on one cluster; the last kills its leader.
+The first test has a cluster of its own; the others run in order on one cluster, and the last of
+them kills its leader.
 """
 
 from __future__ import annotations
@@ -14,133 +18,161 @@ import shutil
 import subprocess
 import tempfile
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import docker
 import pytest
 
 from harness.cluster import LABEL_RUN
+from harness.db import Db
 from harness.wait import wait_for
-from systems.nats.client import JetStream, publish_retrying, replica_state
-from systems.nats.config import server_config
-from tests.systems.nats.natscluster import SPEC, NatsCluster, create_stream, nats_cluster, stream_leader
+from nodes.client import ClientError
+from systems.nats import Nats
+from systems.nats.client import Connection, JetStream, publish_retrying, replica_state
+from systems.nats.config import CLIENT_PORT, CONFIG_PATH, MONITOR_PORT, server_config
+from systems.nats.system import spec_for
+from tests.support.seamrun import keeps_every_acknowledged_append
+from tests.systems.nats.conftest import leftovers
 
 pytestmark = pytest.mark.docker
 
+SPEC = spec_for(3)  # the stream `Nats.prepare` creates on three servers
 PUBLISHED = 50
+ELECT_S = 60.0  # a new stream leader after a kill, on a busy machine
 
 
-@pytest.fixture(scope="module")
-def leader(cluster: NatsCluster) -> str:
-    """The stream, created; its first leader."""
-    return create_stream(cluster.js("n1"))
+def js(db: Db, name: str, timeout: float = 5.0) -> JetStream:
+    """Our JetStream client on server `name`, at its address on the run network."""
+    return JetStream(Connection(db.address(name), CLIENT_PORT, timeout=timeout, name=name))
 
 
-@pytest.fixture(scope="module")
-def always_cluster(docker_client: docker.DockerClient, nats_image: str) -> Iterator[NatsCluster]:
-    yield from nats_cluster(docker_client, nats_image, "always")
+def publish(client: JetStream, ids: list[str]) -> list[int]:
+    return [client.publish(SPEC.subject, f"body of {msg_id}".encode(), msg_id).seq for msg_id in ids]
 
 
-def publish(js: JetStream, ids: list[str]) -> list[int]:
-    return [js.publish(SPEC.subject, f"body of {msg_id}".encode(), msg_id).seq for msg_id in ids]
+def stream_leader(client: JetStream, stream: str, timeout: float = 30, other_than: str | None = None) -> str:
+    def leader() -> str | None:
+        try:
+            found = client.info(stream).leader
+        except ClientError:
+            return None
+        return found if found != other_than else None
+
+    but = f" but {other_than}" if other_than else ""
+    return wait_for(leader, timeout, f"stream {stream} has no leader{but} after {timeout} s", interval=0.2)
 
 
-def test_publishes_read_back_by_seq_on_every_server(cluster: NatsCluster, leader: str) -> None:
+# ---------------------------------------------------------------- through the seam, as a run
+
+
+def test_a_run_through_the_seam_keeps_every_acknowledged_append(fresh_cluster: Db, tmp_path: Path) -> None:
+    assert isinstance(fresh_cluster.system, Nats)
+    keeps_every_acknowledged_append(fresh_cluster, tmp_path)
+
+
+# ---------------------------------------------------------------- our client on the cluster
+
+
+def test_publishes_read_back_by_seq_on_every_server(cluster: Db) -> None:
     ids = [f"p{i % 5}-{i}" for i in range(PUBLISHED)]
-    assert publish(cluster.js("n1"), ids) == list(range(1, PUBLISHED + 1))
+    assert publish(js(cluster, "n1"), ids) == list(range(1, PUBLISHED + 1))
     expected = [[i, msg_id] for i, msg_id in enumerate(ids)]
     for name in cluster.names:
         def caught_up(name: str = name) -> bool:
-            state = replica_state("127.0.0.1", cluster.nodes[name].monitor_port, SPEC.name)
+            state = replica_state(cluster.address(name), MONITOR_PORT, SPEC.name)
             return state is not None and state["last_seq"] == PUBLISHED
         wait_for(caught_up, 30, f"{name}'s replica did not reach seq {PUBLISHED}")
-        direct = cluster.js(name).read_all(SPEC.name, direct=True)
+        direct = js(cluster, name).read_all(SPEC.name, direct=True)
         assert (direct.node, direct.entries(), direct.gaps) == (name, expected, ())
         assert direct.messages[7].data == f"body of {ids[7]}".encode()
-        from_leader = cluster.js(name).read_all(SPEC.name)
+        from_leader = js(cluster, name).read_all(SPEC.name)
         assert (from_leader.entries(), from_leader.gaps) == (expected, ())
-    assert cluster.js("n1").get(SPEC.name, PUBLISHED + 1, direct=True) is None
-    assert cluster.js("n1").get(SPEC.name, PUBLISHED + 1) is None
+    assert js(cluster, "n1").get(SPEC.name, PUBLISHED + 1, direct=True) is None
+    assert js(cluster, "n1").get(SPEC.name, PUBLISHED + 1) is None
 
 
-def test_a_retried_publish_is_a_duplicate_with_the_same_seq(cluster: NatsCluster, leader: str) -> None:
-    first = cluster.js("n2").publish(SPEC.subject, b"once", "retry-1")
-    again = cluster.js("n3").publish(SPEC.subject, b"once", "retry-1")
-    retried = publish_retrying([cluster.js("n1")], SPEC, b"once", "retry-1")
+def test_a_retried_publish_is_a_duplicate_with_the_same_seq(cluster: Db) -> None:
+    first = js(cluster, "n2").publish(SPEC.subject, b"once", "retry-1")
+    again = js(cluster, "n3").publish(SPEC.subject, b"once", "retry-1")
+    retried = publish_retrying([js(cluster, "n1")], SPEC, b"once", "retry-1")
     assert not first.duplicate
     assert (again.seq, again.duplicate) == (retried.seq, retried.duplicate) == (first.seq, True)
-    assert cluster.js("n1").info(SPEC.name).last_seq == first.seq
+    assert js(cluster, "n1").info(SPEC.name).last_seq == first.seq
 
 
-def test_leader_step_down_elects_another(cluster: NatsCluster, leader: str) -> None:
-    current = stream_leader(cluster.js("n1"), SPEC.name)
-    cluster.js("n1").step_down(SPEC.name)
-    assert stream_leader(cluster.js("n1"), SPEC.name, other_than=current) != current
+def test_leader_step_down_elects_another(cluster: Db) -> None:
+    current = stream_leader(js(cluster, "n1"), SPEC.name)
+    js(cluster, "n1").step_down(SPEC.name)
+    assert stream_leader(js(cluster, "n1"), SPEC.name, other_than=current) != current
 
 
-def test_the_server_accepts_each_sync_interval(cluster: NatsCluster, always_cluster: NatsCluster) -> None:
+def test_the_server_accepts_each_sync_interval(docker_client: docker.DockerClient, cluster: Db,
+                                              always_cluster: Db) -> None:
     """The running clusters are the proof for `default` and `always`; `nats-server -t` checks the rest."""
-    assert "sync_interval" not in cluster.config("n1")
-    assert '  sync_interval: "always"\n' in always_cluster.config("n1")
+    assert "sync_interval" not in installed_config(cluster, "n1")
+    assert '  sync_interval: "always"\n' in installed_config(always_cluster, "n1")
     assert jetstream_config(cluster, "n1")["sync_interval"] == 120 * 10**9  # the default: 2 minutes
     assert jetstream_config(always_cluster, "n1").get("sync_always") is True
-    peers = {name: cluster.container_name(name) for name in cluster.names}
-    container = cluster.container("n1")
+    peers = {name: cluster.address(name) for name in cluster.names}
+    container = docker_client.containers.get(cluster.node("n1").container)
     for value in ("10s", "500ms", "1m30s"):
-        assert check_config(container, server_config("n1", peers, value)), value
-    assert not check_config(container, server_config("n1", peers, "10s").replace('"10s"', '"ten"'))
+        assert check_config(container, server_config("n1", peers, value, cluster.data_dir)), value
+    assert not check_config(container, server_config("n1", peers, "10s", cluster.data_dir).replace(
+        '"10s"', '"ten"'))
 
 
-def test_acknowledged_before_fsynced_unless_always(cluster: NatsCluster, leader: str,
-                                                  always_cluster: NatsCluster,
+def test_acknowledged_before_fsynced_unless_always(docker_client: docker.DockerClient, cluster: Db,
+                                                  always_cluster: Db,
                                                   record_property: Callable[[str, object], None]) -> None:
     """Jepsen's precondition, measured with strace on each server's process: the fsync calls while
     20 publishes are acknowledged (the default: none at all; always: at least one a publish)."""
-    create_stream(always_cluster.js("n1"))
     counts = {}
     for label, target in (("default", cluster), ("always", always_cluster)):
         ids = [f"{label}-{i}" for i in range(20)]
-        counts[label] = fsyncs_during(target, lambda target=target, ids=ids: publish(target.js("n1"), ids))
+        counts[label] = fsyncs_during(docker_client, target,
+                                      lambda target=target, ids=ids: publish(js(target, "n1"), ids))
     record_property("fsyncs_per_server_during_20_acked_publishes", counts)
     print(f"fsync calls per server during 20 acknowledged publishes: {counts}")
     assert all(n == 0 for n in counts["default"].values()), counts
     assert all(n >= 20 for n in counts["always"].values()), counts
 
 
-def test_publishes_go_on_after_the_leader_is_killed(cluster: NatsCluster, leader: str) -> None:
-    killed = stream_leader(cluster.js("n1"), SPEC.name)
-    cluster.container(killed).kill()  # SIGKILL: docker-init and the server die at once
+def test_publishes_go_on_after_the_leader_is_killed(cluster: Db) -> None:
+    killed = stream_leader(js(cluster, "n1"), SPEC.name)
+    cluster.kill(killed)  # SIGKILL of the server process (its container stays)
+    assert not cluster.running(killed)
     others = [name for name in cluster.names if name != killed]
-    new_leader = stream_leader(cluster.js(others[0]), SPEC.name, timeout=60, other_than=killed)
+    new_leader = stream_leader(js(cluster, others[0]), SPEC.name, timeout=ELECT_S, other_than=killed)
     assert new_leader in others
-    before = cluster.js(others[0]).info(SPEC.name).last_seq
+    before = js(cluster, others[0]).info(SPEC.name).last_seq
     for name in others:
-        publish(cluster.js(name), [f"after-kill-{name}-{i}" for i in range(5)])
-    read = cluster.js(others[1]).read_all(SPEC.name)
+        publish(js(cluster, name), [f"after-kill-{name}-{i}" for i in range(5)])
+    read = js(cluster, others[1]).read_all(SPEC.name)
     assert read.last_seq == before + 10 and read.gaps == ()
     assert [msg_id for _, msg_id in read.entries()[-10:]] == [
         f"after-kill-{name}-{i}" for name in others for i in range(5)]
 
 
 def test_nothing_is_left_after_a_cluster(docker_client: docker.DockerClient, nats_image: str) -> None:
-    run = NatsCluster(docker_client, nats_image, size=1)
-    selector = {"label": f"{LABEL_RUN}={run.run_id}"}
-    try:
-        run.start()
+    with Db(1, system=Nats(), image=nats_image) as db:
+        selector = {"label": f"{LABEL_RUN}={db.run_id}"}
+        db.start()
+        assert db.running("n1")
         assert len(docker_client.containers.list(filters=selector)) == 1
-    finally:
-        run.remove()
-    assert docker_client.containers.list(all=True, filters=selector) == []
-    assert docker_client.networks.list(filters=selector) == []
-    assert docker_client.volumes.list(filters=selector) == []
+    assert leftovers(docker_client, db.run_id) == []
 
 
 # ---------------------------------------------------------------- helpers
 
 
-def jetstream_config(cluster: NatsCluster, name: str) -> dict:
-    with urllib.request.urlopen(f"http://127.0.0.1:{cluster.nodes[name].monitor_port}/varz", timeout=5) as r:
+def installed_config(db: Db, name: str) -> str:
+    """The config `Nats.install` wrote on node `name`, which its server runs with."""
+    return db.exec(name, f"cat {CONFIG_PATH}")
+
+
+def jetstream_config(db: Db, name: str) -> dict:
+    with urllib.request.urlopen(f"http://{db.address(name)}:{MONITOR_PORT}/varz", timeout=5) as r:
         return json.load(r)["jetstream"]["config"]
 
 
@@ -152,32 +184,44 @@ def check_config(container, text: str) -> bool:
     return result.exit_code == 0
 
 
-def server_pid(cluster: NatsCluster, name: str) -> int:
-    """The host pid of a container's nats-server (the child of docker-init)."""
-    init = cluster.container(name).attrs["State"]["Pid"]
-    children = Path(f"/proc/{init}/task/{init}/children")
-    if not children.exists():
+def server_pid(docker_client: docker.DockerClient, db: Db, name: str) -> int:
+    """The host pid of node `name`'s nats-server: of the processes `docker top` lists (host pids), the
+    one whose pid in the container (the last of its `NSpid`) is the one the Db started."""
+    inside = db.process(name).pid()
+    assert inside is not None, f"{name}: no server was started"
+    container = docker_client.containers.get(db.node(name).container)
+    if not Path(f"/proc/{container.attrs['State']['Pid']}").exists():
         pytest.skip("the Docker engine's processes are not visible here (another pid namespace or host)")
-    pids = [int(pid) for pid in children.read_text().split()]
-    assert len(pids) == 1 and Path(f"/proc/{pids[0]}/exe").resolve().name == "nats-server", pids
-    return pids[0]
+    top = container.top()
+    column = top["Titles"].index("PID")
+    for row in top["Processes"]:
+        host = int(row[column])
+        try:
+            status = Path(f"/proc/{host}/status").read_text()
+        except FileNotFoundError:
+            continue  # gone since (an SSH command's process)
+        nspid = next(line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:"))
+        if int(nspid[-1]) == inside:
+            assert Path(f"/proc/{host}/exe").resolve().name == "nats-server", (name, host)
+            return host
+    pytest.fail(f"{name}: no process of {container.name} has pid {inside} in it: {top['Processes']}")
 
 
-def fsyncs_during(cluster: NatsCluster, action: Callable[[], object]) -> dict[str, int]:
-    """The fsync and fdatasync calls each server of `cluster` made while `action` ran (strace -f)."""
+def fsyncs_during(docker_client: docker.DockerClient, db: Db, action: Callable[[], object]) -> dict[str, int]:
+    """The fsync and fdatasync calls each server of `db` made while `action` ran (strace -f)."""
     if shutil.which("strace") is None or os.geteuid() != 0:
         pytest.skip("counting fsyncs needs strace and root on the Docker host")
     with tempfile.TemporaryDirectory(prefix="nats-strace-") as tmp:
-        traces = {name: Path(tmp) / f"{name}.trace" for name in cluster.names}
-        logs = {name: Path(tmp) / f"{name}.log" for name in cluster.names}
+        traces = {name: Path(tmp) / f"{name}.trace" for name in db.names}
+        logs = {name: Path(tmp) / f"{name}.log" for name in db.names}
         procs = []
         try:
-            for name in cluster.names:
+            for name in db.names:
                 argv = ["strace", "-f", "-e", "trace=fsync,fdatasync,sync_file_range,msync", "-o",
-                        str(traces[name]), "-p", str(server_pid(cluster, name))]
+                        str(traces[name]), "-p", str(server_pid(docker_client, db, name))]
                 with logs[name].open("w") as log:
                     procs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log))
-            for name in cluster.names:
+            for name in db.names:
                 wait_for(lambda name=name: "attached" in logs[name].read_text(), 10,
                          f"strace did not attach to {name}")
             action()
@@ -187,4 +231,4 @@ def fsyncs_during(cluster: NatsCluster, action: Callable[[], object]) -> dict[st
                 proc.wait(timeout=10)
         return {name: sum("sync" in line.split("(")[0] for line in traces[name].read_text().splitlines()
                           if "(" in line)
-                for name in cluster.names}
+                for name in db.names}

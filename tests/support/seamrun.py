@@ -1,0 +1,66 @@
+"""What a run asks of any system under test, played by hand on a live cluster: appends through the
+seam's client, a read of them, a kill -9 of the leader, appends that go on, the final reads.
+
+`keeps_every_acknowledged_append(db, tmp_path)` is the whole scenario; each system's Docker test
+calls it on a fresh cluster of its own (tests/systems/*/test_*_cluster.py).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.db import Db
+from harness.wait import wait_for
+from harness.workload import Acked, LogClient
+from nodes.client import ClientError
+from nodes.payload import encode_payload
+
+APPENDS = 20
+AFTER_KILL = 5
+ELECT_S = 60.0  # a new leader after a kill, on a busy machine
+
+
+def append_until_ok(client: LogClient, append_id: str, timeout: float = ELECT_S) -> Acked:
+    """Append `append_id`, again with the same id (the system answers a landed try's index) while the
+    outcome is not ok."""
+    def attempt() -> Acked | None:
+        try:
+            return client.append(encode_payload(append_id, 64))
+        except ClientError:
+            return None
+
+    return wait_for(attempt, timeout, f"{append_id} was not appended within {timeout} s", interval=0.2)
+
+
+def keeps_every_acknowledged_append(db: Db, tmp_path: Path) -> None:
+    """The scenario (see the module doc); AssertionError when an acknowledged append is not in every
+    node's final log at its acknowledged index."""
+    system = db.system
+    client = system.client(db, 5.0)
+    acked: dict[str, int | None] = {}
+    try:
+        for i in range(APPENDS):
+            ack = client.append(encode_payload(f"seam-{i}", 64))
+            assert not ack.fields, ack  # not a duplicate
+            acked[f"seam-{i}"] = ack.log_index
+        assert list(acked.values()) == list(range(APPENDS))
+        served = client.read(0, APPENDS - 1)
+        assert (served.value["from"], served.value["to"]) == (0, APPENDS - 1)
+        assert served.value["entries"] == [[index, append_id] for append_id, index in acked.items()]
+        leader = wait_for(lambda: system.leader(db, 5.0), ELECT_S, "no leader")
+        db.kill(leader)
+        assert not db.running(leader)
+        for i in range(AFTER_KILL):
+            acked[f"after-kill-{i}"] = append_until_ok(client, f"after-kill-{i}").log_index
+        assert list(acked.values()) == list(range(APPENDS + AFTER_KILL))
+        db.start(leader)
+    finally:
+        client.close()
+    finish = system.finish(db, tmp_path, 60, 5.0)
+    assert finish.final_logs == {name: len(acked) for name in db.names}, finish
+    for name in db.names:
+        lines = [json.loads(line) for line in (tmp_path / f"{name}.jsonl").read_text().splitlines()]
+        held = {line["log_index"]: line["id"] for line in lines}
+        assert {append_id: held.get(index) for append_id, index in acked.items()} == {
+            append_id: append_id for append_id in acked}, (name, finish.catch_up)
