@@ -85,13 +85,13 @@ bench-failover: setup
 	$(PY) bench/failover.py
 
 bench-harness: setup debootstrap
-	$(PY) bench/harness.py
+	$(PY) bench/throughput.py
 
 bench-checker: setup
 	$(PY) bench/checker.py
 
 bench-nemesis: setup debootstrap
-	$(PY) bench/nemesis.py
+	$(PY) bench/nemesis_bite.py
 
 # Jepsen's NATS 2.12.1 finding and etcd's clean runs on 3 nodes, 5 seeds a row (bench/reproduce.py):
 # one Markdown table beside Jepsen's figures, and bench/results/reproduce.json. Long (about 40 minutes).

@@ -47,7 +47,9 @@ def measure_one(folder: Path, master: str | None) -> dict[str, float]:
     ready = time.monotonic()
     [result] = check_many([ResultsDir.open(folder)], spark, witnesses=10)
     done = time.monotonic()
-    jvm_pid = spark.sparkContext._jvm.ProcessHandle.current().pid()
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None  # set while the context runs
+    jvm_pid = jvm.ProcessHandle.current().pid()
     failed = [name for name, c in result["checks"].items() if c["valid"] is False]
     return {
         "spark_start_s": round(ready - started, 2),

@@ -24,7 +24,7 @@ from tests.support.scripted import ScriptedCluster
 RESULTS = Path(__file__).parent / "results" / "core.json"
 
 
-def measure(flush: str, batch: int, total: int) -> dict[str, float]:
+def measure(flush: str, batch: int, total: int) -> dict[str, str | float]:
     """Appends/s and core calls/s for one flush policy and batch size."""
     cluster = ScriptedCluster(3, config=CoreConfig(flush=flush))
     cluster.keep_sent = False

@@ -91,12 +91,18 @@ def measure(profile: str, kills: int, clients: int) -> dict:
             for k in range(kills):
                 leader = cluster.wait_for_leader(timeout=settle)
                 mark = time.monotonic()
-                wait_for(lambda leader=leader, mark=mark: load.acks_from(leader, mark) >= 20, settle,
-                         f"appends acknowledged by {leader}")
+
+                def acked(leader: str = leader, mark: float = mark) -> bool:
+                    return load.acks_from(leader, mark) >= 20
+
+                wait_for(acked, settle, f"appends acknowledged by {leader}")
                 killed_at = time.monotonic()
                 cluster.kill(leader)
-                wait_for(lambda leader=leader, at=killed_at: load.first_ack_after(at, leader) is not None,
-                         settle, "an append acknowledged by a new leader")
+
+                def taken_over(leader: str = leader, at: float = killed_at) -> bool:
+                    return load.first_ack_after(at, leader) is not None
+
+                wait_for(taken_over, settle, "an append acknowledged by a new leader")
                 first = load.first_ack_after(killed_at, leader)
                 assert first is not None
                 samples.append(first - killed_at)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import json
 import os
@@ -94,7 +95,7 @@ async def _load(host: str, port: int, connections: int, window: int, size: int, 
     pipes = []
     for c in range(connections):
         _, pipe = await loop.create_connection(
-            lambda c=c: _Pipeline(f"c{c}", window, size, start + seconds, stats), host, port)
+            functools.partial(_Pipeline, f"c{c}", window, size, start + seconds, stats), host, port)
         pipes.append(pipe)
     await asyncio.wait_for(asyncio.gather(*(p.done for p in pipes)), seconds + 30)
     elapsed = time.monotonic() - start

@@ -67,7 +67,7 @@ SCENARIOS: dict[str, Callable[[MmapStore, bytes, int, Callable[[], object]], Non
     "batch1000": batched, "single": single, f"threads{THREADS}": threaded}
 
 
-def measure(flush: str, scenario: str, body_size: int, count: int, root: Path) -> dict[str, object]:
+def measure(flush: str, scenario: str, body_size: int, count: int, root: Path) -> dict[str, str | float]:
     directory = Path(tempfile.mkdtemp(dir=root))
     sync = flush == "sync"
     store = MmapStore(directory, flush_interval_ms=None if sync else 10)  # DLedger's segment sizes

@@ -18,7 +18,7 @@ _MASK = (1 << 31) - 1
 Sums = tuple[int, int, int, int]  # entries, hash of (index, term, id) twice, hash of index
 
 
-def _hash(seed: str, *cols: Column) -> Column:
+def _hash(seed: str, *cols: Column | str) -> Column:
     return F.xxhash64(F.lit(seed), *cols).bitwiseAND(F.lit(_MASK))
 
 

@@ -157,8 +157,8 @@ def skipped_offset(t: Tables) -> DataFrame:
     ]
 
     def first_that_holds(pick: int) -> Column:  # one row per consume: the first case that holds
-        chosen = F
-        for case in cases:
+        chosen = F.when(cases[0][1], cases[0][pick])
+        for case in cases[1:]:
             chosen = chosen.when(case[1], case[pick])
         return chosen
 

@@ -477,10 +477,11 @@ def _carry(
     for row in rows:
         if row["_b"] is not None and (row["ack"] is not None or row["seen"] is not None):
             tops.setdefault(row["hid"], {})[row["_b"]] = (row["ack"], row["seen"])
-    carried = []
+    carried: list[tuple[int, int, int | None, int | None]] = []
     for hid, st in stats.items():
         buckets = tops.get(hid, {})
-        ack = seen = None
+        ack: int | None = None
+        seen: int | None = None
         for b in range(st["history_lines"] // bucket_lines + 1):
             carried.append((hid, b, ack, seen))
             a, s = buckets.get(b, (None, None))

@@ -330,7 +330,8 @@ def write_timeline(folder: Path) -> Path:
     }
     env = Environment(loader=PackageLoader("checkers"), autoescape=True)
     script = resources.files("checkers").joinpath("templates/timeline.js").read_text(encoding="utf-8")
-    verdict = {True: "valid", False: "invalid"}.get(results.get("valid"), "unknown")
+    verdicts: dict[bool | None, str] = {True: "valid", False: "invalid"}
+    verdict = verdicts.get(results.get("valid"), "unknown")
     if not results:
         verdict = "not checked"
     html = env.get_template("timeline.html.j2").render(data=data, verdict=verdict, script=script)

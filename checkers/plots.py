@@ -29,7 +29,8 @@ FAULT_COLOURS = ["#adb5bd", "#cdb4db", "#a2d2ff", "#ffc8dd", "#bde0fe", "#ffafcc
 MARKERS = {"append": "o", "read": "^", "consume": "s"}
 LINE_STYLES = {"append": "-", "read": "--", "consume": ":"}
 QUANTILES = (0.5, 0.95, 0.99, 1.0)
-TERM_COLOURS = plt.get_cmap("tab20").colors
+# get_cmap is typed as returning the Colormap base class; tab20 is a ListedColormap of RGB triples.
+TERM_COLOURS: tuple[tuple[float, float, float], ...] = plt.get_cmap("tab20").colors  # type: ignore[attr-defined]
 TERM_LABELS = 40  # label the leaders' bars with their term when there are at most this many
 SIZE = (11, 4.5)
 DPI = 100

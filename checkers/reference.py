@@ -161,6 +161,7 @@ def _history_lost(run: Run, ok: list[Op]) -> set[str]:
     whole = [r.inv_index for r in run.reads if r.whole] if run.layout.linearizable_reads else []
     lost = set()
     for a in ok:
+        assert a.cmp_index is not None  # an ok op has completed (load sets its completion index)
         holding = [op for op in ops + run.observed if any(x == a.id for _, x in op.entries)]
         last_seen = max((op.inv_index for op in holding), default=None)
         p = a.result.get("log_index")
@@ -339,7 +340,7 @@ def reference_check(results_dir: Path | str) -> dict[str, Any]:
     why, not_applicable = undecided(run.layout.inputs, missing)
     if "replica-disagreement" not in not_applicable:
         why["replica-disagreement"] = "not checked by the reference checker"
-    found = {name: (n, []) for name, n in counts.items() if n}
+    found: dict[str, tuple[int, list[Any]]] = {name: (n, []) for name, n in counts.items() if n}
     verdict = decide(found, why, run.layout.read_mode, {}, [], not_applicable)
     if "final-logs" in missing:
         add_never_read(verdict, _never_read(run))
@@ -369,7 +370,7 @@ def linearizable(results_dir: Path | str, limit: int = 2_000_000) -> bool | None
         return None
     final = [log.get(i, NOOP + "hole") for i in range(max(log, default=-1) + 1)]
     in_log = set(final)
-    invoked = {a.id: a.inv_index for a in run.appends}
+    invoked: dict[str | None, int] = {a.id: a.inv_index for a in run.appends}
     for c in run.consumes:
         for i, x in c.entries:
             if not 0 <= i < len(final) or final[i] != x or invoked.get(x, -1) > c.done_time:

@@ -212,6 +212,7 @@ class Service:
         from checkers.layout import ResultsDir
         from checkers.synth import simulate, write_lines
 
+        assert self.spark is not None  # started before the warm-up
         with tempfile.TemporaryDirectory(prefix="checker-warm-") as tmp:
             correct = Path(tmp, "correct")
             write_lines(correct, seed=1, n_lines=self.warm_lines)

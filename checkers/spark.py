@@ -94,7 +94,8 @@ def session(
             conf = SparkConf().setAll(list(settings.items()))
             # The JVM started here (checkers.gateway), unless a stopped context left one to reuse.
             SparkContext(conf=conf, gateway=None if SparkContext._gateway else launch(conf))
-        spark = SparkSession.builder.config(map=settings).getOrCreate()
+        # pyspark types `map` as an invariant dict of primitives (it only reads it): str values are fine
+        spark = SparkSession.builder.config(map=settings).getOrCreate()  # type: ignore[arg-type]
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -177,7 +177,7 @@ def _events(
             world.elect(now)
         elif what == "nemesis":
             f = ("start-partition", "stop-partition")[data % 2]
-            value = {"grudge": {"n1": ["n2"]}} if data % 2 == 0 else None
+            value: dict[str, Any] | None = {"grudge": {"n1": ["n2"]}} if data % 2 == 0 else None
             yield {"time": now, "type": "invoke", "process": "nemesis", "f": f, "value": value}
             yield {"time": now + 1, "type": "info", "process": "nemesis", "f": f, "value": value}
         elif what == "invoke":

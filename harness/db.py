@@ -92,9 +92,10 @@ class Db(SshNodes):
         try:
             client = connect()
             image = self._image or self.system.image(client)
-            if self._key_dir is None:
+            key_dir = self._key_dir
+            if key_dir is None:
                 self._own_key_dir = tempfile.TemporaryDirectory(prefix=f"dlc-{self.run_id}-ssh-")
-            key_dir = self._key_dir or Path(self._own_key_dir.name)
+                key_dir = Path(self._own_key_dir.name)
             keys = create_key_pair(key_dir, f"dledger-chaos-{self.run_id}")
             self._cluster = Cluster(client, self.run_id, self.size, image, keys.public_line, fuse=self.fuse)
             self._nodes = self._cluster.create()

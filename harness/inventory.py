@@ -28,6 +28,7 @@ import re
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import paramiko
 
@@ -156,7 +157,7 @@ def _host(name: str, table: dict[str, object], path: Path) -> HostSpec:
     for required in ("address", "data_dir"):
         if required not in table:
             raise InventoryError(f"{where}: field {required!r} is missing")
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}  # each of the type of its HostSpec field, as _field checks
     for key, value in table.items():
         values[key] = _field(key, value, f"{where}: field {key!r}", path.parent)
     spec = HostSpec(name=name, **values)

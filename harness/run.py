@@ -155,9 +155,10 @@ def run_test(args: argparse.Namespace, faults: list[str], name: str, seed: int) 
         print(f"note: --system {args.system} leaves out {family}: {why}", file=sys.stderr)
     started = time.monotonic()
     run = TestRun(args, faults, seed, run_dir, test)
+    outcome: int | None = None  # an exit code when the run itself failed, else the verdict's below
     try:
         try:
-            outcome = run.execute()
+            run.execute()
         except KeyboardInterrupt:
             args.interrupted = True
             test["interrupted"] = True
@@ -189,6 +190,7 @@ def run_test(args: argparse.Namespace, faults: list[str], name: str, seed: int) 
         handler.close()
     if result is not None:
         outcome = report(run_dir, result)
+    assert outcome is not None  # no exit code from the run: it was checked, and the verdict's is set
     return outcome, run_dir
 
 

@@ -41,7 +41,8 @@ class Unreadable:
 def _verdict(results: dict[str, Any] | None) -> str:
     if results is None:
         return "not checked"
-    return {True: "valid", False: "invalid"}.get(results.get("valid"), "unknown")
+    verdicts: dict[bool | None, str] = {True: "valid", False: "invalid"}
+    return verdicts.get(results.get("valid"), "unknown")
 
 
 def _ops(results: dict[str, Any] | None) -> int | None:

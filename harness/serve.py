@@ -175,6 +175,7 @@ class ResultsServer(ThreadingHTTPServer):
     """A threading HTTP server over one results folder."""
 
     daemon_threads = True
+    server_address: tuple[str, int]  # an AF_INET socket's name once bound (typeshed allows bytes hosts)
 
     def __init__(self, address: tuple[str, int], root: Path) -> None:
         self.root = root.resolve()

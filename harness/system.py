@@ -82,7 +82,7 @@ class System(ABC):
         return Db(nodes, system=self, key_dir=key_dir, fuse=fuse)
 
     @abstractmethod
-    def image(self, client: docker.DockerClient, log: Any) -> str:
+    def image(self, client: docker.DockerClient, log: Any = None) -> str:
         """The image its containers run, built now when missing or stale; its reference."""
 
     def install(self, nodes: SshNodes) -> None:

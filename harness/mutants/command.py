@@ -16,6 +16,7 @@ import random
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from harness.mutants import e2e, simhunt
 from harness.mutants.build import mutant_tree
@@ -108,11 +109,10 @@ def _hunt_one(m: Mutant, args: argparse.Namespace, kinds: list[str], start: int,
     return row
 
 
-def _caught(row: dict[str, object]) -> bool:
+def _caught(row: dict[str, Any]) -> bool:  # a row of _hunt_one: JSON values
     sims = row.get("sim") or []
     runs = [row[k] for k in RUN_KINDS if k in row]
-    return (any(f["violating"] for f in sims)  # type: ignore[index]
-            or any(r["caught_at"] for r in runs))  # type: ignore[index]
+    return any(f["violating"] for f in sims) or any(r["caught_at"] for r in runs)
 
 
 def _write(out: Path, report: dict[str, object]) -> None:

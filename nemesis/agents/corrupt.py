@@ -86,6 +86,7 @@ def damage(store: Path, file: str, mode: str, rng: random.Random, tail: int = TA
         return {"changed": False, "file": file, "mode": mode, "reason": "no entry in the last data file"}
     end = entries[-1].index
     entry = rng.choice(entries)
+    fields: tuple[tuple[int, str], ...]
     if file == "data":
         path, base = holder(store / "data", entry.pos)
         start, length, fields = entry.pos - base, entry.size, HEADER_FIELDS

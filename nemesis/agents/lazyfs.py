@@ -366,7 +366,7 @@ class LazyFs(_Operations):
         await self._disk()
         target: int | bytes = fh if fh is not None else self.inodes.path(inode)
         if fields.update_size:
-            fd = fh if fh is not None else os.open(target, OPEN_FLAGS)
+            fd = target if isinstance(target, int) else os.open(target, OPEN_FLAGS)  # target is fh when given
             try:
                 self.overlay.truncate(inode, fd, attr.st_size)
             finally:

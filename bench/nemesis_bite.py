@@ -3,7 +3,7 @@ per seed: the families drawn, leader changes, how many faults hit the leader, cl
 outcomes completed while a fault was in force, the longest window with no successful append,
 and the verdict. Writes `bench/results/nemesis.json`.
 
-    .venv/bin/python bench/nemesis.py --seeds 1-10
+    .venv/bin/python bench/nemesis_bite.py --seeds 1-10
 """
 
 from __future__ import annotations
