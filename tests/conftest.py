@@ -29,14 +29,11 @@ def spark():
 
 
 # Tests that start containers share the machine's Docker engine: under `pytest -n N` (make
-# test) they run in two lanes, each on one worker, one test after the other: the chaos runs
-# (whole `harness run`s and sweep cells) and the other Docker tests. The lanes overlap, since
-# most of a container test is waiting on the cluster (timeouts, elections, fault intervals),
-# and every resource is labelled with its own run id; the other tests fill in around them,
-# local node clusters included (their ports come from below the range Docker publishes from:
-# tests/support/localcluster.py). (xdist's own `--dist loadgroup` cannot do it under pytest 9,
-# whose test ids it can no longer suffix.) The workers, which see the markers, write those
-# tests' ids and lanes to a file; the controller's scheduler reads it.
+# test) they all run on one worker, one after the other, while the other workers take the
+# rest, local node clusters included (their ports come from below the range Docker publishes
+# from: tests/support/localcluster.py). (xdist's own `--dist loadgroup` cannot do
+# it under pytest 9, whose test ids it can no longer suffix.) The workers, which see the
+# markers, write those tests' ids to a file; the controller's scheduler reads it.
 SERIAL_MARKERS = frozenset({"docker", "chaos"})
 ENGINE_TESTS = "DLEDGER_CHAOS_ENGINE_TESTS"  # the file's path, set by the controller for its workers
 
@@ -75,34 +72,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     target = os.environ.get(ENGINE_TESTS)
     if target is None or not hasattr(config, "workerinput"):
         return
-    lanes = [f"{_lane(item)} {item.nodeid}" for item in items
-             if any(item.get_closest_marker(name) for name in SERIAL_MARKERS)]
+    ids = [item.nodeid for item in items if any(item.get_closest_marker(name) for name in SERIAL_MARKERS)]
     staged = Path(f"{target}.{os.getpid()}")
-    staged.write_text("\n".join(lanes))
+    staged.write_text("\n".join(ids))
     os.replace(staged, target)  # every worker writes the same list; whole, never half
-
-
-def _lane(item: pytest.Item) -> str:
-    """The engine lane of a container test: `chaos` for the runs, `docker` for the rest."""
-    return "chaos" if item.get_closest_marker("chaos") else "docker"
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist (a dev dependency)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """`-n N` (`--dist load`): each engine lane as one unit of work, every other test alone."""
+    """`-n N` (`--dist load`): the engine tests as one unit of work, every other test alone."""
     if config.getoption("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class EngineScheduling(LoadScopeScheduling):
-        lanes: dict[str, str] | None = None
+        engine: frozenset[str] | None = None
 
         def _split_scope(self, nodeid: str) -> str:
-            if self.lanes is None:  # read once every worker has collected (and so written it)
-                written = Path(os.environ[ENGINE_TESTS]).read_text().splitlines()
-                pairs = (line.partition(" ") for line in written)
-                self.lanes = {test: f"engine-{lane}" for lane, _, test in pairs}
-            return self.lanes.get(nodeid, nodeid)
+            if self.engine is None:  # read once every worker has collected (and so written it)
+                self.engine = frozenset(Path(os.environ[ENGINE_TESTS]).read_text().splitlines())
+            return "engine" if nodeid in self.engine else nodeid
 
     return EngineScheduling(config, log)
 
