@@ -17,9 +17,10 @@ from __future__ import annotations
 import contextlib
 import shlex
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.errors import HarnessError
 from harness.system import KERNEL_CLOCK, OUR_NODE_ONLY, Finish, System, write_final_log
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 MAX_REPLICAS = 5  # JetStream's limit on a stream's replicas
 CREATE_WAIT_S = 60.0
+T = TypeVar("T")
 REFUSED = {**OUR_NODE_ONLY, "clock": KERNEL_CLOCK.format("nats-server")}
 
 
@@ -75,23 +77,31 @@ class Nats(System):
     def command(self, nodes: SshNodes, name: str) -> str:
         return shlex.join(["nats-server", "-c", CONFIG_PATH])
 
-    def _js(self, nodes: SshNodes, name: str, timeout: float) -> JetStream:
-        return JetStream(Connection(nodes.address(name), CLIENT_PORT, timeout=timeout, name=name))
+    @contextlib.contextmanager
+    def _js(self, nodes: SshNodes, name: str, timeout: float) -> Iterator[JetStream]:
+        """The JetStream API on server `name`, its connection closed afterwards."""
+        js = JetStream(Connection(nodes.address(name), CLIENT_PORT, timeout=timeout, name=name))
+        try:
+            yield js
+        finally:
+            js.connection.close()
+
+    def _first_answer(self, nodes: SshNodes, timeout: float,
+                      ask: Callable[[JetStream], T | None]) -> T | None:
+        """`ask` of each server in turn: the first answer that is not None (a server that cannot be
+        reached, or refuses, is passed over); None when no server gives one."""
+        for name in nodes.names:
+            with contextlib.suppress(ClientError), self._js(nodes, name, timeout) as js:
+                answer = ask(js)
+                if answer is not None:
+                    return answer
+        return None
 
     def prepare(self, nodes: SshNodes) -> None:
         spec = spec_for(len(nodes.names))
 
-        def created() -> bool:
-            for name in nodes.names:
-                js = self._js(nodes, name, 5.0)
-                try:
-                    js.create_stream(spec)
-                    return True
-                except ClientError:
-                    continue  # no JetStream meta leader yet, or this server is down
-                finally:
-                    js.connection.close()
-            return False
+        def created() -> bool:  # no JetStream meta leader yet, or a server down: the next, or another round
+            return self._first_answer(nodes, 5.0, lambda js: js.create_stream(spec)) is not None
 
         wait_for(created, CREATE_WAIT_S, f"the NATS cluster did not create stream {spec.name} in "
                                          f"{CREATE_WAIT_S:g} s; see stdout.log of each node", interval=0.5)
@@ -99,17 +109,8 @@ class Nats(System):
     def leader(self, nodes: SshNodes, timeout: float = 1.0) -> str | None:
         """The stream's leader as the first server that names one says (a server that cannot be
         reached, or knows none just now, is passed over)."""
-        for name in nodes.names:
-            js = self._js(nodes, name, timeout)
-            try:
-                leader = js.info(spec_for(len(nodes.names)).name).leader
-            except ClientError:
-                continue
-            finally:
-                js.connection.close()
-            if leader is not None:
-                return leader
-        return None
+        stream = spec_for(len(nodes.names)).name
+        return self._first_answer(nodes, timeout, lambda js: js.info(stream).leader)
 
     def client(self, nodes: SshNodes, timeout: float) -> NatsLog:
         """A worker's client, on the next server in turn (the workers spread over the servers)."""
@@ -120,18 +121,15 @@ class Nats(System):
     def transfer(self, nodes: SshNodes, to: str, timeout: float) -> dict[str, Any]:
         """A step-down of the stream leader: JetStream elects the successor (`to` is not asked for)."""
         stream = spec_for(len(nodes.names)).name
-        for name in nodes.names:
-            js = self._js(nodes, name, timeout)
+
+        def step_down(js: JetStream) -> str:
             try:
                 js.step_down(stream)
-                return {"result": "stepped down"}
             except JetStreamError as e:  # the cluster's answer; a server not reached is passed over
-                return {"result": f"refused: {e}"}
-            except ClientError:
-                continue
-            finally:
-                js.connection.close()
-        return {"result": "refused: no server answered"}
+                return f"refused: {e}"
+            return "stepped down"
+
+        return {"result": self._first_answer(nodes, timeout, step_down) or "refused: no server answered"}
 
     def finish(self, nodes: SshNodes, final_dir: Path, catch_up_s: float, op_timeout: float) -> Finish:
         started = time.monotonic()
@@ -142,13 +140,11 @@ class Nats(System):
             leader = self.leader(nodes, op_timeout)
             if leader is None:
                 return False
-            js = self._js(nodes, leader, op_timeout)
             try:
-                info = js.info(stream)
+                with self._js(nodes, leader, op_timeout) as js:
+                    info = js.info(stream)
             except ClientError:
                 return False
-            finally:
-                js.connection.close()
             seen.update(leader=info.leader, last_seq=info.last_seq,
                         lagging={r.name: r.lag for r in info.replicas if not r.current or r.lag})
             return info.leader is not None and not seen["lagging"]
@@ -185,12 +181,9 @@ class Nats(System):
         `last_seq` 0 (the server holds no replica of the stream: it was lost) an empty log."""
         held: dict[int, str | None] = {}
         if last_seq:
-            js = self._js(nodes, name, timeout)
-            try:
+            with self._js(nodes, name, timeout) as js:
                 read = js.read_all(stream, direct=True, last_seq=last_seq)
-                held = {m.log_index: m.msg_id for m in read.messages}
-            finally:
-                js.connection.close()
+            held = {m.log_index: m.msg_id for m in read.messages}
         return write_final_log(path, held)  # a replica's log ends at the last seq it holds
 
     def options(self) -> dict[str, Any]:
