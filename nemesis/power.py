@@ -4,11 +4,13 @@ The nodes' data dir must be the power-loss file system (`nemesis/agents/lazyfs.p
 Db's `fuse` option), whose daemon holds every unsynced write in memory. Start cuts the
 power of the chosen targets at one instant: it tells each target's file system to die at
 a moment a little ahead (`lazyfs.py cut --at`: from then on nothing more becomes durable,
-fsyncs fail), waits for that moment, then, one thread per node, SIGKILLs the node
-process and `lazyfs.py crash` kills the daemon with what it held, unmounts and mounts the
-file system afresh over what was fsynced; the node stays down. (Killing alone is only as
-simultaneous as the kill commands: under load they land tens or hundreds of milliseconds
-apart, and the last node killed has fsynced, and so keeps, what the others lost.) Stop
+and whatever waits for the disk waits until the power loss), waits for that moment, then,
+one thread per node, `lazyfs.py crash` SIGKILLs every process using the disk (the node's)
+and kills the daemon with what it held, unmounts and mounts the file system afresh over
+what was fsynced; the node stays down. (Killing alone is only as simultaneous as the kill
+commands: under load they land tens or hundreds of milliseconds apart, and the last node
+killed has fsynced, and so keeps, what the others lost; and a disk that failed the fsyncs
+after the cut would let a server that ignores the failure acknowledge what is then lost.) Stop
 starts the targets' nodes again: they recover from what their last fsyncs left. The
 history value says what each target lost (`dropped`: files with unsynced changes, their
 4 KiB pages and bytes; null when the daemon could not tell) and how late after the shared
@@ -53,8 +55,11 @@ class PowerFault:
         return json.loads(self.nodes.exec(node, self._lazyfs(f"cut --at {at!r}"), timeout=60))["late_ms"]
 
     def _cut(self, node: str) -> dict[str, int] | None:
-        self.nodes.kill(node)
-        return json.loads(self.nodes.exec(node, self._lazyfs("crash"), timeout=60))["dropped"]
+        """The power loss of `node` (its disk already cut): `crash` kills whatever uses the
+        disk, the node process among them, then drops what was not fsynced."""
+        dropped = json.loads(self.nodes.exec(node, self._lazyfs("crash"), timeout=60))["dropped"]
+        self.nodes.kill(node)  # gone already, unless it ran off the disk
+        return dropped
 
     def start(self, rng: random.Random) -> dict[str, Any]:
         spec, victims = pick(self.nodes, self.targets, rng)
@@ -78,8 +83,8 @@ class PowerFault:
 
     def heal(self) -> None:
         for node in self.nodes.names:
-            if self._fs_problem(node):
-                self.nodes.kill(node)  # a node on a dead mount cannot go on: start it on a fresh one
+            if self._fs_problem(node):  # a cut disk or a dead mount: finish the power loss
+                self._cut(node)
             self.nodes.start(node)
         self.off.clear()
 

@@ -18,22 +18,25 @@ applied to the backing directory at once and so survive a power loss, as LazyFS 
 file created and written but never fsynced comes back empty; fsyncdir is accepted (it
 fsyncs the backing directory).
 
-`crash` is the power loss: it signals the daemon (SIGUSR1: write what is unsynced to the
-stats file and die at once, applying nothing; SIGKILL if it does not), lazily unmounts
-the dead mount (`fusermount3 -uz`) and mounts a fresh daemon over the same backing. The
-old daemon's memory and the old mount's page cache are gone; the JSON it prints says what
-was dropped (`files`, `pages`, `bytes` at 4 KiB page granularity). Kill the processes
-using the mount first (as a power loss does): a process that survives keeps the dead
-mount and gets errors from it.
+`crash` is the power loss: it SIGKILLs every process using the mount (a file open, a
+mapping or its working directory below it), as the power loss kills them, then signals the
+daemon (SIGUSR1: write what is unsynced to the stats file and die at once, applying
+nothing; SIGKILL if it does not), lazily unmounts the dead mount (`fusermount3 -uz`) and
+mounts a fresh daemon over the same backing. The old daemon's memory and the old mount's
+page cache are gone; the JSON it prints says what was dropped (`files`, `pages`, `bytes` at
+4 KiB page granularity) and which processes it killed (`killed`).
 
 `cut --at EPOCH` makes the power loss happen at one instant on every node it is given to
 (all nodes share a clock: containers share the kernel's, machines run NTP). From that
 wall-clock time on, the disk takes nothing more: every request that would make something
 durable (fsync, fsyncdir, and the metadata changes create, mkdir, unlink, rmdir, rename,
-setattr) is held for HOLD_S and then fails with EIO, as on a disk that died, while plain
-writes still land in the overlay, like a page cache whose disk is gone; the `crash` that
-follows drops them. (Held for good, a request would keep its process from dying of
-SIGKILL: the kernel waits for the daemon's answer to a request the daemon has read.)
+setattr) is held and never answered before the power loss, while plain writes still land
+in the overlay, like a page cache whose disk is gone; the `crash` that follows kills the
+processes waiting on them (they die in the request: a process whose request the daemon has
+read waits for the answer even with SIGKILL pending, and dies when the daemon does) and
+drops the writes. No process learns that a write after the cut failed, so none can act on
+it (a server that ignores a failed fsync would otherwise acknowledge what the power loss
+then takes). A cut no crash follows fails the held requests with EIO after HOLD_S.
 Without it a power loss "at once" on several nodes is as simultaneous as the commands
 that kill them, and a node killed tens of milliseconds after the others has fsynced what
 they lost. It prints `late_ms`, how long after EPOCH the cut was set (0 when set before).
@@ -59,7 +62,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,7 +77,7 @@ except ImportError:
     _Operations = object
 
 PAGE = 4096
-HOLD_S = 0.2  # how long a request to a cut disk waits before it fails (see `cut`)
+HOLD_S = 30.0  # how long a request to a cut disk waits for the crash before it fails (see `cut`)
 ROOT = 1  # pyfuse3.ROOT_INODE
 FS_TYPE = "fuse.lazyfs"
 STATE_DIR = Path("/run/lazyfs")
@@ -662,8 +665,45 @@ def mount(backing: str, mountpoint: str) -> int:
     return 0
 
 
+def _paths(proc: Path) -> Iterator[str]:
+    """The paths process `proc` uses: its working directory, its open files, then its mappings."""
+    yield os.readlink(proc / "cwd")
+    for fd in (proc / "fd").iterdir():
+        try:
+            yield os.readlink(fd)
+        except FileNotFoundError:  # closed meanwhile
+            continue
+    for line in (proc / "maps").read_text().splitlines():
+        fields = line.split(None, 5)
+        if len(fields) == 6:
+            yield fields[5]
+
+
+def _uses(pid: str, below: str) -> bool:
+    """Whether process `pid` has its working directory, a file open or a mapping below `below`."""
+    try:
+        return any(path == below or path.startswith(below + "/") for path in _paths(Path("/proc", pid)))
+    except OSError:  # gone, or a kernel thread: not a user of the mount
+        return False
+
+
+def kill_users(mountpoint: str, spare: set[int]) -> list[int]:
+    """SIGKILL every process using `mountpoint` but those in `spare`; their pids."""
+    below = os.path.abspath(mountpoint)
+    killed = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in spare and _uses(entry, below):
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+            killed.append(int(entry))
+    return killed
+
+
 def crash(mountpoint: str) -> int:
-    """Power loss: drop everything unsynced, remount fresh; print what was dropped as JSON."""
+    """Power loss: kill the mount's users, drop everything unsynced, remount fresh; print what
+    was dropped and who was killed as JSON."""
     state = _read_state(mountpoint)
     if state is None:
         print(f"lazyfs was never mounted at {mountpoint}: nothing to crash", file=sys.stderr)
@@ -671,6 +711,7 @@ def crash(mountpoint: str) -> int:
     paths = _state_paths(mountpoint)
     paths["dropped.json"].unlink(missing_ok=True)
     dropped = None
+    killed = kill_users(mountpoint, {os.getpid(), os.getppid(), state["pid"]})
     if _alive(state["pid"]):
         os.kill(state["pid"], signal.SIGUSR1)
         if _wait_dead(state["pid"], 5.0):
@@ -680,7 +721,7 @@ def crash(mountpoint: str) -> int:
                 dropped = None
     _detach(mountpoint)
     status = mount(state["backing"], mountpoint)
-    print(json.dumps({"dropped": dropped}))
+    print(json.dumps({"dropped": dropped, "killed": killed}))
     return status
 
 

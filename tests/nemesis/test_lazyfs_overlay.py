@@ -9,12 +9,16 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from harness.wait import wait_for
 from nemesis.agents import lazyfs
 from nemesis.agents.lazyfs import PAGE, ROOT, Inodes, Overlay
 
@@ -170,3 +174,28 @@ def test_a_cut_keeps_the_earliest_moment_and_says_how_late_it_was_set(
     assert json.loads(capsys.readouterr().out)["late_ms"] >= 2000
     assert lazyfs.cut(mountpoint, now + 120) == 0  # later: the earlier moment stays
     assert lazyfs.cut_time(cut_file) == now - 2 and lazyfs.disk_cut(cut_file, now)
+
+
+@pytest.mark.parametrize("use", ["cwd", "open file", "mapping"])
+def test_the_power_loss_kills_every_process_using_the_disk_and_spares_the_rest(
+        tmp_path: Path, use: str) -> None:
+    disk, elsewhere = tmp_path / "disk", tmp_path / "elsewhere"
+    for folder in (disk, elsewhere):
+        folder.mkdir()
+        (folder / "file").write_bytes(b"x" * PAGE)
+    holds = {"cwd": "import time; time.sleep(60)",
+             "open file": "import time; f = open('disk/file', 'rb'); time.sleep(60)",
+             "mapping": "import mmap, os, time; fd = os.open('disk/file', os.O_RDONLY); "
+                        "m = mmap.mmap(fd, 0, prot=mmap.PROT_READ); os.close(fd); time.sleep(60)"}
+    user = subprocess.Popen([sys.executable, "-c", holds[use]], cwd=disk if use == "cwd" else tmp_path)
+    bystander = subprocess.Popen([sys.executable, "-c", holds["cwd"]], cwd=elsewhere)
+    try:
+        wait_for(lambda: lazyfs._uses(str(user.pid), str(disk)), 30, f"the {use} holder never used the disk")
+        assert lazyfs.kill_users(str(disk), spare={os.getpid()}) == [user.pid]
+        assert user.wait(timeout=30) == -signal.SIGKILL
+        assert bystander.poll() is None
+        assert lazyfs.kill_users(str(disk), spare={os.getpid()}) == []
+    finally:
+        for process in (user, bystander):
+            process.kill()
+            process.wait()
