@@ -56,15 +56,19 @@ def cell_named(name: str) -> Cell:
 
 
 class CellRuns:
-    """The runs of this session's cells, each run once, on demand, into one folder."""
+    """The runs of this session's cells, each run once, on demand, into one folder, checked by
+    the checker service at `checker` (the session's: no Spark of its own in the test process)."""
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, checker: Path) -> None:
         self.out = out
+        self.checker = checker
         self.rows: dict[str, Row] = {}
 
     def row(self, name: str) -> Row:
         if name not in self.rows:
-            row, interrupted = nightly.run_one(cell_named(name), SEED, self.out, list(self.rows.values()))
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("CHECKER_SOCKET", str(self.checker))
+                row, interrupted = nightly.run_one(cell_named(name), SEED, self.out, list(self.rows.values()))
             if interrupted or row is None:
                 pytest.exit(f"the run of cell {name} was interrupted")
             self.rows[name] = row

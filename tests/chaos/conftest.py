@@ -3,11 +3,13 @@
 
 `--cells SUBSTRING[,...]` picks other cells by name (as `harness nightly --only`), `--cells all`
 the whole matrix. A cell runs at most once a session, through the sweep's own code in this
-process (`harness.nightly.run_one`), and the session's one Spark session checks every run; tests
+process (`harness.nightly.run_one`), and the session's warm checker service checks every run; tests
 that assert more of a cell's run (tests/chaos/test_mode_runs.py) share that run.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from chaosrun import MAKE_TEST_CELLS, CellRuns, cell_named
@@ -16,9 +18,9 @@ from harness import sweep
 
 
 @pytest.fixture(scope="session")
-def cell_runs(tmp_path_factory: pytest.TempPathFactory, spark) -> CellRuns:
-    """Runs of sweep cells, checked by the session's Spark (`spark`: warm for every check)."""
-    return CellRuns(tmp_path_factory.mktemp("cells"))
+def cell_runs(tmp_path_factory: pytest.TempPathFactory, warm_checker_socket: Path) -> CellRuns:
+    """Runs of sweep cells, checked by the session's warm checker service."""
+    return CellRuns(tmp_path_factory.mktemp("cells"), warm_checker_socket)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -14,7 +14,8 @@ from harness.mutants.cells import mutant_cell
 pytestmark = [pytest.mark.docker, pytest.mark.chaos]
 
 
-def test_a_leader_that_acknowledges_before_a_quorum_is_caught_by_its_cell(tmp_path) -> None:
+def test_a_leader_that_acknowledges_before_a_quorum_is_caught_by_its_cell(
+        tmp_path, via_checker_service) -> None:
     cell = mutant_cell(mutant("ack-before-quorum"))
     argv = cell.argv()
     # shorter than the nightly's 60 s: at 20 s the cell caught it at seeds 5 and 6, not 7; at 40 s at 7 and 8
