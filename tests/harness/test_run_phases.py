@@ -1,7 +1,7 @@
 """The run's phases without Docker: `harness.run.run_test` drives a fake system (tests/harness/fakesystem.py)
-end to end — setup, workload with the kill family, heal, catch-up, final reads, collect, check, teardown,
-report — and the results folder it leaves is complete; its must-fail twin loses an acknowledged append,
-and an interrupted run ends unknown with the cluster torn down."""
+end to end — setup, workload with the kill family, heal, catch-up, final reads, collect, check (by the
+session's warm checker service), teardown, report — and the results folder it leaves is complete; its
+must-fail twin loses an acknowledged append, and an interrupted run ends unknown, torn down."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def open_invokes(history: list[dict[str, Any]]) -> dict[Any, str]:
 
 
 @pytest.mark.spark
-def test_a_fake_system_runs_every_phase_and_its_folder_is_complete(spark: object, tmp_path: Path) -> None:
+def test_a_fake_system_runs_every_phase_and_its_folder_is_complete(via_checker_service: Path,
+                                                                   tmp_path: Path) -> None:
     system = FakeSystem()
     code, run_dir = run_killed(system, tmp_path)
 
@@ -102,7 +103,8 @@ def test_a_fake_system_runs_every_phase_and_its_folder_is_complete(spark: object
 
 
 @pytest.mark.spark
-def test_a_system_that_loses_an_acknowledged_append_is_invalid(spark: object, tmp_path: Path) -> None:
+def test_a_system_that_loses_an_acknowledged_append_is_invalid(via_checker_service: Path,
+                                                              tmp_path: Path) -> None:
     system = LosingSystem()
     code, run_dir = run_killed(system, tmp_path)
 
