@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodes.coverage import hit
-from nodes.election import ParseResult, Role, VoteRound, VoterView, judge_heartbeat, judge_vote
+from nodes.election import ParseResult, Role, Rule, VoteRound, VoterView, judge_heartbeat, judge_vote
 from nodes.logview import LogView, ReadableLog, StoreWrite
 from nodes.messages import (
     AppendResponse,
@@ -525,28 +525,29 @@ class Core:
             return
         result, rule = rnd.parse(self.quorum)
         self._last_parse = result
-        t = self.timing
-        if rule == 1:
-            self._next_vote_at = self._vote_interval()
-            self._become_candidate(rnd.known_max_term)
-        elif rule == 2:
-            self._next_vote_at = self._vote_interval() + t.leader_lost_ms
-        elif rule == 3:
-            self._next_vote_at = self._vote_interval()
-        elif rule == 4:
-            self._next_vote_at = self._vote_interval() + t.max_vote_interval_ms
-        elif result is ParseResult.PASSED and self.vote_for == self.node_id:
+        if result is ParseResult.PASSED and self.vote_for == self.node_id:
             self._become_leader()
-        elif result is ParseResult.PASSED:
+            return
+        if result is ParseResult.PASSED:
             # We differ: the others' votes alone do not make a leader. A candidate that voted
             # for another in this term (DLedger lets it win) could, restarted with that vote,
             # win the same term again; it tries again in the next term instead.
             self._last_parse = ParseResult.WAIT_TO_VOTE_NEXT
-            self._next_vote_at = self._vote_interval()
-        elif result is ParseResult.REVOTE_IMMEDIATELY:
+        if result is ParseResult.REVOTE_IMMEDIATELY:
             self._next_vote_at = self._now
         else:
-            self._next_vote_at = self._vote_interval()
+            self._next_vote_at = self._vote_interval() + self._backoff(rule)
+        if rule is Rule.HIGHER_TERM_SEEN:
+            self._become_candidate(rnd.known_max_term)
+
+    def _backoff(self, rule: Rule) -> float:
+        """What a candidate waits beyond a vote interval after a round `rule` decided: longer
+        when a voter knows a leader or the others' logs are ahead."""
+        if rule is Rule.LEADER_KNOWN:
+            return self.timing.leader_lost_ms
+        if rule is Rule.BIGGER_LEDGERS:
+            return self.timing.max_vote_interval_ms
+        return 0.0
 
     def _on_vote_request(self, sender: str, req: VoteRequest) -> None:
         result = judge_vote(req, self._voter_view())

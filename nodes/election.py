@@ -9,7 +9,7 @@ and parse results"), `judge_heartbeat` is a follower's answer to a heartbeat
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum, StrEnum
+from enum import Enum, IntEnum, StrEnum
 
 from nodes.coverage import hit
 from nodes.messages import ResponseCode, VoteRequest, VoteResult
@@ -30,6 +30,19 @@ class ParseResult(Enum):
     REVOTE_IMMEDIATELY = "revote-immediately"
     PASSED = "passed"
     WAIT_TO_VOTE_NEXT = "wait-to-vote-next"
+
+
+class Rule(IntEnum):
+    """Which rule of `VoteRound.parse` decided a round, first match wins (docs/dledger.md,
+    "Candidate round and parse results", whose table numbers them so)."""
+
+    HIGHER_TERM_SEEN = 1  # a reply showed a larger term
+    LEADER_KNOWN = 2  # a voter knows a leader
+    TOO_FEW_VALID = 3  # the valid answers are not a quorum
+    BIGGER_LEDGERS = 4  # the valid answers without bigger ledgers are not a quorum
+    QUORUM_ACCEPTED = 5  # passed
+    NOT_READY_QUORUM = 6  # accepted plus not-ready answers are a quorum
+    OTHERWISE = 7
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,21 +165,21 @@ class VoteRound:
         return (self.answered >= self.expected or self.accepted >= quorum
                 or self.accepted + self.not_ready >= quorum)
 
-    def parse(self, quorum: int) -> tuple[ParseResult, int]:
-        """The round's result and the number (1-7) of the spec rule that decided it."""
+    def parse(self, quorum: int) -> tuple[ParseResult, Rule]:
+        """The round's result and the rule that decided it."""
         if self.known_max_term > self.term:
-            return ParseResult.WAIT_TO_VOTE_NEXT, 1
+            return ParseResult.WAIT_TO_VOTE_NEXT, Rule.HIGHER_TERM_SEEN
         if self.already_has_leader:
-            return ParseResult.WAIT_TO_REVOTE, 2
+            return ParseResult.WAIT_TO_REVOTE, Rule.LEADER_KNOWN
         if self.valid < quorum:
-            return ParseResult.WAIT_TO_REVOTE, 3
+            return ParseResult.WAIT_TO_REVOTE, Rule.TOO_FEW_VALID
         if self.valid - self.bigger_ledger < quorum:
-            return ParseResult.WAIT_TO_REVOTE, 4
+            return ParseResult.WAIT_TO_REVOTE, Rule.BIGGER_LEDGERS
         if self.accepted >= quorum:
-            return ParseResult.PASSED, 5
+            return ParseResult.PASSED, Rule.QUORUM_ACCEPTED
         if self.accepted + self.not_ready >= quorum:
-            return ParseResult.REVOTE_IMMEDIATELY, 6
-        return ParseResult.WAIT_TO_VOTE_NEXT, 7
+            return ParseResult.REVOTE_IMMEDIATELY, Rule.NOT_READY_QUORUM
+        return ParseResult.WAIT_TO_VOTE_NEXT, Rule.OTHERWISE
 
 
 def judge_heartbeat(term: int, leader: str, self_id: str, members: frozenset[str],

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from nodes.election import ParseResult, VoteRound, VoterView, judge_heartbeat, judge_vote
+from nodes.election import ParseResult, Rule, VoteRound, VoterView, judge_heartbeat, judge_vote
 from nodes.messages import ResponseCode, VoteRequest, VoteResult
 
 MEMBERS = frozenset({"n1", "n2", "n3"})
@@ -79,21 +79,28 @@ A, NR, OLD = VoteResult.ACCEPT, VoteResult.REJECT_TERM_NOT_READY, VoteResult.REJ
 
 @pytest.mark.parametrize(("answers", "expected"), [
     # 1: someone knows a higher term
-    ([(A, 5), (A, 5), (VoteResult.REJECT_EXPIRED_VOTE_TERM, 8)], (ParseResult.WAIT_TO_VOTE_NEXT, 1)),
-    ([(A, 5), (VoteResult.REJECT_TERM_SMALL_THAN_LEDGER, 7)], (ParseResult.WAIT_TO_VOTE_NEXT, 1)),
+    ([(A, 5), (A, 5), (VoteResult.REJECT_EXPIRED_VOTE_TERM, 8)],
+     (ParseResult.WAIT_TO_VOTE_NEXT, Rule.HIGHER_TERM_SEEN)),
+    ([(A, 5), (VoteResult.REJECT_TERM_SMALL_THAN_LEDGER, 7)],
+     (ParseResult.WAIT_TO_VOTE_NEXT, Rule.HIGHER_TERM_SEEN)),
     # 2: someone already has a leader
-    ([(A, 5), (A, 5), (A, 5), (VoteResult.REJECT_ALREADY_HAS_LEADER, 5)], (ParseResult.WAIT_TO_REVOTE, 2)),
+    ([(A, 5), (A, 5), (A, 5), (VoteResult.REJECT_ALREADY_HAS_LEADER, 5)],
+     (ParseResult.WAIT_TO_REVOTE, Rule.LEADER_KNOWN)),
     # 3: too few valid answers (an isolated node keeps its term)
-    ([(A, 5), (VoteResult.UNKNOWN, 5), (VoteResult.UNKNOWN, 5)], (ParseResult.WAIT_TO_REVOTE, 3)),
+    ([(A, 5), (VoteResult.UNKNOWN, 5), (VoteResult.UNKNOWN, 5)],
+     (ParseResult.WAIT_TO_REVOTE, Rule.TOO_FEW_VALID)),
     # 4: the valid answers without bigger ledgers are not a quorum
-    ([(A, 5), (OLD, 5), (OLD, 5), (A, 5), (VoteResult.UNKNOWN, 5)], (ParseResult.WAIT_TO_REVOTE, 4)),
+    ([(A, 5), (OLD, 5), (OLD, 5), (A, 5), (VoteResult.UNKNOWN, 5)],
+     (ParseResult.WAIT_TO_REVOTE, Rule.BIGGER_LEDGERS)),
     # 5: passed
-    ([(A, 5), (A, 5), (A, 5), (VoteResult.REJECT_ALREADY_VOTED, 5)], (ParseResult.PASSED, 5)),
+    ([(A, 5), (A, 5), (A, 5), (VoteResult.REJECT_ALREADY_VOTED, 5)],
+     (ParseResult.PASSED, Rule.QUORUM_ACCEPTED)),
     # 6: accepted plus not-ready make a quorum
-    ([(A, 5), (A, 5), (NR, 4), (VoteResult.REJECT_ALREADY_VOTED, 5)], (ParseResult.REVOTE_IMMEDIATELY, 6)),
+    ([(A, 5), (A, 5), (NR, 4), (VoteResult.REJECT_ALREADY_VOTED, 5)],
+     (ParseResult.REVOTE_IMMEDIATELY, Rule.NOT_READY_QUORUM)),
     # 7: otherwise
     ([(A, 5), (VoteResult.REJECT_ALREADY_VOTED, 5), (VoteResult.REJECT_ALREADY_VOTED, 5)],
-     (ParseResult.WAIT_TO_VOTE_NEXT, 7)),
+     (ParseResult.WAIT_TO_VOTE_NEXT, Rule.OTHERWISE)),
 ])
 def test_parse_results(answers: list[tuple[VoteResult, int]], expected: tuple[ParseResult, int]) -> None:
     assert tally(*answers).parse(quorum=3) == expected
@@ -105,7 +112,7 @@ def test_a_duplicated_answer_counts_once() -> None:
     rnd.count("n2", A, 5)
     rnd.count("n2", A, 5)
     assert rnd.accepted == 2
-    assert rnd.parse(quorum=3) == (ParseResult.WAIT_TO_REVOTE, 3)
+    assert rnd.parse(quorum=3) == (ParseResult.WAIT_TO_REVOTE, Rule.TOO_FEW_VALID)
 
 
 def test_round_decides_early_like_dledgers_latch() -> None:
