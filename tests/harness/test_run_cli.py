@@ -83,13 +83,16 @@ def test_test_count_runs_each_seed_and_returns_the_worst_verdict(
         seeds.append(seed)
         return codes[len(seeds) - 1], tmp_path / f"run-{seed}"
 
+    warmed: list[str | None] = []  # the real warm-up would start Spark in a thread the test outlives
     monkeypatch.setattr(run_module, "connect", lambda: argparse.Namespace(close=lambda: None))
     monkeypatch.setattr(run_module, "run_test", fake_test)
+    monkeypatch.setattr(run_module, "warm_checker", warmed.append)
     parser = argparse.ArgumentParser()
     run_module.add_arguments(parser)
     args = parser.parse_args(["--seed", "40", "--test-count", "3", "--results-dir", str(tmp_path)])
     assert run_module.run(args) == worst
     assert seeds == [40, 41, 42]
+    assert warmed == [None]  # several tests: the checker is warmed once, ahead of the first check
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3
     for i, (line, code) in enumerate(zip(lines, codes, strict=True)):
