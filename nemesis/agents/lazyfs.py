@@ -30,8 +30,10 @@ page cache are gone; the JSON it prints says what was dropped (`files`, `pages`,
 (all nodes share a clock: containers share the kernel's, machines run NTP). From that
 wall-clock time on, the disk takes nothing more: every request that would make something
 durable (fsync, fsyncdir, and the metadata changes create, mkdir, unlink, rmdir, rename,
-setattr) is held and never answered before the power loss, while plain writes still land
-in the overlay, like a page cache whose disk is gone; the `crash` that follows kills the
+chmod, chown) is held and never answered before the power loss, while plain writes and
+size changes still land in the overlay, like a page cache whose disk is gone, and time
+updates are answered and dropped (the kernel sends them on its own while it writes dirty
+pages back, and holding them would keep those pages from the overlay); the `crash` that follows kills the
 processes waiting on them (they die in the request: a process whose request the daemon has
 read waits for the answer even with SIGKILL pending, and dies when the daemon does) and
 drops the writes. No process learns that a write after the cut failed, so none can act on
@@ -309,9 +311,14 @@ class LazyFs(_Operations):
         self.overlay = Overlay()
         self.handles: dict[int, int] = {}  # open backing fd (the FUSE file handle) -> inode
 
+    def _cut(self) -> bool:
+        """Whether the disk has died (see `cut`)."""
+        return self.cut_file is not None and disk_cut(self.cut_file, time.time())
+
     async def _disk(self) -> None:
-        """Return when the disk still takes requests; after the cut, fail with EIO (see `cut`)."""
-        if self.cut_file is not None and disk_cut(self.cut_file, time.time()):
+        """Return when the disk still takes requests; after the cut, hold the request until the
+        crash or HOLD_S, then fail with EIO (see `cut`)."""
+        if self._cut():
             self.held += 1
             if self.held_file is not None:
                 self.held_file.write_text(str(self.held))
@@ -366,7 +373,8 @@ class LazyFs(_Operations):
     @_fuse_errors
     async def setattr(self, inode: int, attr: pyfuse3.EntryAttributes, fields: Any, fh: int | None,
                       ctx: Any) -> pyfuse3.EntryAttributes:
-        await self._disk()
+        if fields.update_mode or fields.update_uid or fields.update_gid:  # applied to the disk at once
+            await self._disk()
         target: int | bytes = fh if fh is not None else self.inodes.path(inode)
         if fields.update_size:
             fd = target if isinstance(target, int) else os.open(target, OPEN_FLAGS)  # target is fh when given
@@ -380,7 +388,7 @@ class LazyFs(_Operations):
         if fields.update_uid or fields.update_gid:
             os.chown(target, attr.st_uid if fields.update_uid else -1,
                      attr.st_gid if fields.update_gid else -1)
-        if fields.update_atime or fields.update_mtime:
+        if (fields.update_atime or fields.update_mtime) and not self._cut():  # a dead disk keeps no times
             st = self._stat(inode)
             os.utime(target, ns=(attr.st_atime_ns if fields.update_atime else st.st_atime_ns,
                                  attr.st_mtime_ns if fields.update_mtime else st.st_mtime_ns))
