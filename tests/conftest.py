@@ -104,10 +104,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.fixture(scope="session")
 def session_checker_service(tmp_path_factory: pytest.TempPathFactory):
-    """One real checker service for the session: (socket, process, log); tests must not stop it."""
+    """One real checker service for the session: (socket, process, log); tests must not stop it.
+    Not warmed up: beside a loaded suite the warm-up outlasted the readiness bound, and the
+    tests' first checks compile what they need."""
     from tests.support.checkerservice import checker_service
 
-    with checker_service(tmp_path_factory.mktemp("checker-service"), warm_lines=1000) as running:
+    with checker_service(tmp_path_factory.mktemp("checker-service"), warm_lines=0) as running:
         yield running
 
 

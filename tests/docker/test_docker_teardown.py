@@ -39,7 +39,7 @@ def test_an_interrupted_run_leaves_nothing(docker_client: docker.DockerClient, n
         assert len(leftovers(docker_client, run_id)) == 5  # 2 containers, 1 network, 2 volumes
         assert host_rules_for(network_id)
         run.send_signal(signum)
-        run.wait(timeout=60)
+        run.wait(timeout=300)  # a teardown beside a loaded suite took more than 60 s in CI
     finally:
         if run.poll() is None:
             run.kill()

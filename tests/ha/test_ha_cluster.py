@@ -174,7 +174,7 @@ def test_promote_a_slave_when_the_master_dies_and_the_old_master_rejoins(ha_clus
             wait_until(lambda n=node: durable(client, n) >= acked[-1], 10, f"{node} has everything")
     cluster.kill("n1")
     survivors = ["n2", "n3"]
-    with cluster.client(timeout=1, nodes=survivors) as client:
+    with cluster.client(timeout=5, nodes=survivors) as client:  # 1 s timed out a read under load
         with pytest.raises(DefiniteFailure):
             client.append(b"no-master")  # the slaves refuse: NOT_LEADER naming the dead n1
         assert [e.index for e in client.get(0, 19, node="n3").entries] == acked  # reads go on
