@@ -3,7 +3,8 @@
 
 `--cells SUBSTRING[,...]` picks other cells by name (as `harness nightly --only`), `--cells all`
 the whole matrix. A cell runs at most once a session, through the sweep's own code in this
-process (`harness.nightly.run_one`), and the session's warm checker service checks every run; tests
+process (`harness.nightly.run_one`; the cells of `chaosrun.BY_NIGHTLY` through `harness nightly`,
+whose own test reads that sweep), and the session's warm checker service checks every run; tests
 that assert more of a cell's run (tests/chaos/test_mode_runs.py) share that run.
 """
 

@@ -448,30 +448,3 @@ def test_with_hosts_that_can_run_none_of_the_cells_or_no_test_at_all_the_sweep_e
     assert sweep_on_hosts("dledger-kill-sync") == 254
     assert "n2: python3 is not installed" in capsys.readouterr().err
     assert ran == [] and not (path.parent / "results").exists()
-
-
-@pytest.mark.docker
-@pytest.mark.chaos
-def test_a_one_cell_sweep_runs_a_control_against_containers(tmp_path, via_checker_service):
-    """`harness nightly` end to end: the must-fail control comes back invalid, which passes the sweep
-    (exit 0). Valid cells run the same code in tests/chaos/test_sweep_cells.py."""
-    from harness.cluster import LABEL_RUN, connect
-
-    command = [sys.executable, "-m", "harness", "nightly", "--only", "master-slave-async-isolate-lose",
-               "--seed", "4", "--results-dir", str(tmp_path), "--sim-min", "0", "--mutants", "0"]
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (out,) = tmp_path.glob("nightly-*")
-    summary = json.loads((out / "summary.json").read_text())
-    [row] = summary["rows"]
-    assert (row["cell"], row["verdict"], row["outcome"], row["control"]) == (
-        "master-slave-async-isolate-lose-sync-3n", "invalid", "pass", True)
-    assert row["anomalies"]["lost"] > 0
-    assert (out / row["report"]).is_file() and row["throughput"] > 0 and row["to_verdict_s"] > 0
-    assert row["faults"][0]["family"] == "isolate-lose" and row["faults"][0]["bit"] >= 1
-    run_id = json.loads((Path(row["run_dir"]) / "test.json").read_text())["run_id"]
-    assert connect().containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"}) == []
-    assert f'href="{row["report"]}"' in (out / "summary.html").read_text()
-    suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("1", "0", "0")
-    assert "nightly [1/1] pass master-slave-async-isolate-lose-sync-3n seed 4" in done.stderr
