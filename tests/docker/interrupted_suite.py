@@ -7,24 +7,14 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import docker
 import pytest
 
-from tests.support.checkerservice import checker_service
 from tests.support.compose import node_cluster
 
 pytestmark = pytest.mark.docker
-
-
-@pytest.fixture(scope="session")
-def session_checker_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
-    """The session's checker service, as tests/conftest.py's but not warmed up: its teardown
-    is what is under test, and a warm-up beside a loaded suite can take minutes."""
-    with checker_service(tmp_path_factory.mktemp("checker-service"), warm_lines=0) as running:
-        yield running
 
 
 def test_holds_a_compose_cluster_and_a_checker_service(
