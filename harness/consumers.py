@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -28,6 +28,8 @@ from harness.history import History
 from nodes.client import Client, DefiniteFailure, IndeterminateFailure
 from nodes.messages import Entry
 from nodes.payload import payload_id
+
+Consumed = tuple[int, str | None]  # one consumed entry: its log index and append id (None: a no-op)
 
 BATCH = 64
 POLL_S = 0.05
@@ -40,7 +42,7 @@ class Pulled:
     the serving node knows (`end`: the last index it serves, None where the log's end never
     moves back, as committed Raft entries; `leader`; `suggest`)."""
 
-    entries: list[Entry]
+    entries: list[Consumed]
     next_offset: int
     end: int | None
     node: str
@@ -64,7 +66,8 @@ class HaPuller:
 
     def pull(self, offset: int, node: str) -> Pulled:
         got = self.client.pull(offset, BATCH, node=node)
-        return Pulled(got.entries, got.next_offset, got.max_offset, got.node, got.leader, got.suggest)
+        return Pulled(consumed(got.entries), got.next_offset, got.max_offset, got.node, got.leader,
+                      got.suggest)
 
     def close(self) -> None:
         self.client.close()
@@ -78,18 +81,23 @@ class RaftPuller:
 
     def pull(self, offset: int, node: str) -> Pulled:
         got = self.client.get(offset, offset + BATCH - 1, node=node, mode="follower")
-        entries = [e for e in got.entries if e.index <= got.commit_index]
-        following = entries[-1].index + 1 if entries else offset
+        entries = consumed(e for e in got.entries if e.index <= got.commit_index)
+        following = entries[-1][0] + 1 if entries else offset
         return Pulled(entries, following, None, got.node, got.leader, None)
 
     def close(self) -> None:
         self.client.close()
 
 
+def consumed(entries: Iterable[Entry]) -> list[Consumed]:
+    """Our node's entries as consumed entries."""
+    return [(e.index, None if e.is_noop else payload_id(e.body)) for e in entries]
+
+
 def pulled_value(consumer: int, offset: int, got: Pulled) -> dict[str, Any]:
     """The history value of an ok consume (without the committed `offset`)."""
     return {"consumer": consumer, "from": offset, "to": offset + len(got.entries) - 1,
-            "entries": [[e.index, None if e.is_noop else payload_id(e.body)] for e in got.entries]}
+            "entries": [list(e) for e in got.entries]}
 
 
 class Consumer:

@@ -101,8 +101,9 @@ FLAGS: tuple[Flag, ...] = (
                             "have no linearizable read; nats: committed, reads by seq through the stream "
                             "leader; etcd: linearizable)", choices=(*LINEARIZABLE_MODES, *PREFIX_MODES)),
     Flag("read-fraction", 0.25, "share of ops that are reads", float, check=_fraction),
-    Flag("consumers", 1, "consumers pulling the log in order from offset 0 (RocketMQ's pull consumer), "
-                         "failing over to other nodes", int, check=_not_negative, system="dledger"),
+    Flag("consumers", None, "consumers pulling the log in order from offset 0 (RocketMQ's pull consumer), "
+                            "failing over to other nodes (default 1 where the system takes consumers, "
+                            "as dledger, nats and etcd do)", int, check=_not_negative),
     Flag("op-timeout", 3.0, "client timeout per op, seconds", float, check=_positive),
     Flag("catch-up-timeout", 30.0, "seconds to wait after healing for a leader and lagging nodes", float,
          check=_positive, replay=False),
@@ -180,7 +181,6 @@ def validate(args: argparse.Namespace, system: System | None = None) -> None:
         if problem:
             raise ValueError(f"--{flag.name} {value}: {problem}")
         _own_system(args, flag, value)
-    args.consumers = args.consumers or 0
     args.inventory = _inventory(args)
     if args.mutant is not None:
         _check_mutant(args)
@@ -191,6 +191,7 @@ def validate(args: argparse.Namespace, system: System | None = None) -> None:
         what = f"--mode {args.mode}" if args.system == "dledger" else f"--system {args.system}"
         raise ValueError(f"--read-mode {args.read_mode}: {what} serves only {', '.join(read_modes)}")
     system = args.under_test = system or systems.build(args)  # again: with the read mode resolved
+    args.consumers = _consumers(args.consumers, system)
     args.workers = parse_concurrency(args.concurrency, args.nodes)
     args.faults, args.left_out = _faults(args.nemesis, system)
     _narrow_choices(args, system)
@@ -211,6 +212,15 @@ def _narrow_choices(args: argparse.Namespace, system: System) -> None:
                 raise ValueError(f"--{option.name} {item}: --system {system.name} cannot take it: {why}")
         if refused:
             setattr(args, option.dest, ",".join(item for item in items if item not in refused))
+
+
+def _consumers(given: int | None, system: System) -> int:
+    """The run's consumers: 1 unless `--consumers` says, none for a system that takes none."""
+    if system.consumers:
+        return 1 if given is None else given
+    if given:
+        raise ValueError(f"--consumers {given}: --system {system.name} takes no consumers")
+    return 0
 
 
 def _own_system(args: argparse.Namespace, flag: Flag, value: Any) -> None:

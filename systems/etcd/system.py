@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.consumers import BATCH, Pulled
 from harness.errors import HarnessError
 from harness.system import KERNEL_CLOCK, OUR_NODE_ONLY, Finish, System, write_final_log
 from harness.wait import wait_for
@@ -53,6 +54,7 @@ class Etcd(System):
     disk_files = ("wal",)
     read_modes = ("linearizable",)
     inputs = ("history", "final-logs")
+    consumers = True
 
     def image(self, client: docker.DockerClient, log: Any = None) -> str:
         from harness.image import ensure_base
@@ -73,6 +75,9 @@ class Etcd(System):
 
     def client(self, nodes: SshNodes, timeout: float) -> EtcdLog:
         return EtcdLog(EtcdClient(endpoints(nodes), timeout=timeout))
+
+    def puller(self, nodes: SshNodes, timeout: float) -> EtcdPuller:
+        return EtcdPuller(EtcdClient(endpoints(nodes), timeout=timeout))
 
     def transfer(self, nodes: SshNodes, to: str, timeout: float) -> dict[str, Any]:
         try:
@@ -135,6 +140,24 @@ class EtcdLog:
              timeout: float | None = None) -> Served:
         done = self.client.read(first, last)
         return Served(done.history_value(), done.node)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class EtcdPuller:
+    """A consumer's client (`harness.consumers.Puller`): a pull from member `node` is a serializable
+    range of the next `BATCH` indexes on that member alone, so it answers from what that member has
+    applied (committed entries, whose end never moves back in a correct etcd: `end` None)."""
+
+    def __init__(self, client: EtcdClient) -> None:
+        self.client = client
+
+    def pull(self, offset: int, node: str) -> Pulled:
+        done = self.client.read(offset, offset + BATCH - 1, node=node, serializable=True)
+        entries: list[tuple[int, str | None]] = list(done.entries)
+        following = entries[-1][0] + 1 if entries else offset
+        return Pulled(entries, following, None, done.node, None, None)
 
     def close(self) -> None:
         self.client.close()

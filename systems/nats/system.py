@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from harness.consumers import BATCH, Pulled
 from harness.errors import HarnessError
 from harness.system import KERNEL_CLOCK, OUR_NODE_ONLY, Finish, System, write_final_log
 from harness.wait import wait_for
@@ -59,6 +60,7 @@ class Nats(System):
     read_modes = ("committed",)  # MSG.GET answers from the stream leader's store: no linearizable read
     inputs = ("history", "final-logs")
     directed_reads = False
+    consumers = True
 
     def image(self, client: docker.DockerClient, log: Any = None) -> str:
         from harness.image import ensure_base
@@ -117,6 +119,10 @@ class Nats(System):
         hosts = {name: nodes.address(name) for name in nodes.names}
         self._clients += 1
         return NatsLog(hosts, spec_for(len(nodes.names)), timeout, first=self._clients)
+
+    def puller(self, nodes: SshNodes, timeout: float) -> NatsPuller:
+        return NatsPuller({name: nodes.address(name) for name in nodes.names}, spec_for(len(nodes.names)),
+                          timeout)
 
     def transfer(self, nodes: SshNodes, to: str, timeout: float) -> dict[str, Any]:
         """A step-down of the stream leader: JetStream elects the successor (`to` is not asked for)."""
@@ -247,3 +253,45 @@ class NatsLog:
         if self._js is not None:
             self._js.connection.close()
             self._js = None
+
+
+class NatsPuller:
+    """A consumer's client (`harness.consumers.Puller`): a pull from server `node` is a direct get of
+    the next `BATCH` seqs, answered by that server's replica when it is current, up to the first the
+    stream does not hold. An empty answer also asks the stream's leader where the stream ends
+    (`end`), so a consumer past the end of a stream that lost its tail rewinds, as RocketMQ's does."""
+
+    def __init__(self, hosts: dict[str, str], spec: StreamSpec, timeout: float) -> None:
+        self.hosts = hosts
+        self.spec = spec
+        self.timeout = timeout
+        self._servers: dict[str, JetStream] = {}
+
+    def _server(self, node: str) -> JetStream:
+        if node not in self._servers:
+            self._servers[node] = JetStream(Connection(self.hosts[node], CLIENT_PORT, timeout=self.timeout,
+                                                       name=node))
+        return self._servers[node]
+
+    def pull(self, offset: int, node: str) -> Pulled:
+        js = self._server(node)
+        entries: list[tuple[int, str | None]] = []
+        end = leader = None
+        try:
+            for message in js.get_many(self.spec.name, range(offset + 1, offset + BATCH + 1), direct=True):
+                if message is None:
+                    break
+                entries.append((message.log_index, message.msg_id or payload_id(message.data)))
+            if not entries:
+                info = js.info(self.spec.name)
+                end, leader = info.last_seq - 1, info.leader
+        except ClientError:
+            self._servers.pop(node).connection.close()
+            raise
+        following = entries[-1][0] + 1 if entries else offset
+        return Pulled(entries, following, end, node, leader, None)
+
+    def close(self) -> None:
+        for js in self._servers.values():
+            js.connection.close()
+        self._servers.clear()

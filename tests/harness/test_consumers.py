@@ -15,11 +15,6 @@ from harness import consumers
 from harness.consumers import Consumer, Pulled
 from harness.history import History
 from nodes.client import DefiniteFailure, IndeterminateFailure
-from nodes.messages import Entry
-
-
-def entry(index: int, body: bytes = b"") -> Entry:
-    return Entry(index=index, term=1, body=body)
 
 
 class ScriptedPuller:
@@ -41,7 +36,7 @@ def answer(count: int, node: str, leader: str | None = "n1", suggest: str | None
            end: int | None = None) -> Callable[[int, str], Pulled]:
     def make(offset: int, asked: str) -> Pulled:
         assert asked == node, f"pulled from {asked}, the script expects {node}"
-        entries = [entry(offset + i, f"p0-{offset + i}".encode()) for i in range(count)]
+        entries = [(offset + i, f"p0-{offset + i}") for i in range(count)]
         return Pulled(entries, offset + count, end, node, leader, suggest)
     return make
 
@@ -116,7 +111,7 @@ def test_dledger_a_consumer_returns_to_the_leader_the_follower_names(tmp_path, m
     monkeypatch.setattr(consumers.time, "monotonic", lambda: clock[0])
 
     def follower(offset: int, node: str) -> Pulled:
-        return Pulled([entry(offset, b"x")], offset + 1, None, node, "n2", None)
+        return Pulled([(offset, "x")], offset + 1, None, node, "n2", None)
 
     script = [failing(DefiniteFailure), follower, follower, answer(1, "n2", leader="n2")]
     history = History(tmp_path / "history.jsonl")
@@ -159,7 +154,7 @@ def test_consumers_run_until_stopped_and_take_their_own_processes(tmp_path):
             self.log.append((offset, node))
             if len(pullers) == 2 and all(len(p.log) > 10 for p in pullers):
                 stop.set()
-            return Pulled([entry(offset, b"x")], offset + 1, None, node, "n1", None)
+            return Pulled([(offset, "x")], offset + 1, None, node, "n1", None)
 
     def connect() -> Endless:
         pullers.append(Endless([], []))

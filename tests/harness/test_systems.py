@@ -36,7 +36,7 @@ def test_nats_takes_its_sync_interval_and_leaves_dledger_options_unset() -> None
     args = parsed("--system", "nats", "--nats-sync-interval", "always")
     system = args.under_test
     assert isinstance(system, Nats) and system.sync_interval == "always"
-    assert (args.mode, args.flush, args.timing, args.consumers) == (None, None, None, 0)
+    assert (args.mode, args.flush, args.timing, args.consumers) == (None, None, None, 1)
     assert args.read_mode == "committed"
     assert system.inputs == ("history", "final-logs")
     assert parsed("--system", "nats").under_test.sync_interval == "default"
@@ -45,7 +45,6 @@ def test_nats_takes_its_sync_interval_and_leaves_dledger_options_unset() -> None
 @pytest.mark.parametrize("argv, words", [
     (["--system", "nats", "--mode", "master-slave-sync"], "--mode: an option of --system dledger"),
     (["--system", "nats", "--flush", "async"], "--flush: an option of --system dledger"),
-    (["--system", "nats", "--consumers", "2"], "--consumers: an option of --system dledger"),
     (["--nats-sync-interval", "always"], "--nats-sync-interval: an option of --system nats"),
     (["--system", "nats", "--nats-sync-interval", "sometimes"], "expected `always`, `default` or a positive"),
     (["--system", "nats", "--read-mode", "lease"], "--system nats serves only committed"),
@@ -66,7 +65,7 @@ def test_options_of_another_system_and_refused_families_are_bad_flags(argv: list
 def test_etcd_takes_its_unsafe_no_fsync_switch_and_reads_linearizably() -> None:
     args = parsed("--system", "etcd", "--etcd-unsafe-no-fsync")
     assert isinstance(args.under_test, Etcd) and args.under_test.unsafe_no_fsync is True
-    assert args.read_mode == "linearizable" and args.consumers == 0
+    assert args.read_mode == "linearizable" and args.consumers == 1
     assert parsed("--system", "etcd").under_test.unsafe_no_fsync is False
     with pytest.raises(ValueError, match="--etcd-unsafe-no-fsync: an option of --system etcd"):
         parsed("--system", "nats", "--etcd-unsafe-no-fsync")

@@ -12,9 +12,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from harness.consumers import BATCH
 from nodes.client import DefiniteFailure, IndeterminateFailure
 from systems.etcd.client import EtcdClient
 from systems.etcd.gateway import b64
+from systems.etcd.system import EtcdPuller
 
 Reply = Callable[[BaseHTTPRequestHandler, dict], None]
 
@@ -144,3 +146,18 @@ def test_leader_and_move_leader_ask_the_leader(fake: Gateway) -> None:
     client = EtcdClient({"n1": fake.endpoint})
     assert client.move_leader("n2") == "n1"
     assert fake.requests[-1] == ("/v3/maintenance/transfer-leadership", {"targetID": "2"})
+
+
+def test_a_consumers_pull_is_a_serializable_range_on_the_member_asked(fake: Gateway) -> None:
+    kvs = [{"key": b64(b"log/a"), "create_revision": "7"}, {"key": b64(b"log/b"), "create_revision": "8"}]
+    fake.replies = [answer(200, {"header": header("8"), "kvs": kvs}), answer(200, {"header": header("8")})]
+    puller = EtcdPuller(EtcdClient({"n1": closed_port(), "n2": fake.endpoint}))
+    got = puller.pull(5, "n2")
+    assert (got.entries, got.next_offset, got.node, got.end) == ([(5, "a"), (6, "b")], 7, "n2", None)
+    body = fake.requests[0][1]
+    assert body["serializable"] is True
+    assert (body["min_create_revision"], body["max_create_revision"]) == ("7", str(5 + BATCH - 1 + 2))
+    again = puller.pull(7, "n2")
+    assert (again.entries, again.next_offset) == ([], 7)
+    with pytest.raises(DefiniteFailure):  # the member asked, and only it
+        puller.pull(7, "n1")
