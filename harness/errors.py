@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from nemesis.base import NodeExited
+
 
 class HarnessError(Exception):
     """A failure of the harness's environment or of a command it ran, with an actionable message."""
@@ -30,3 +32,7 @@ class SshRefused(HarnessError):
 class HostsRefused(HarnessError):
     """The inventory's hosts cannot run what was asked: tools, privileges or folders are missing; the
     message lists every problem, host by host."""
+
+
+class NodeExitedAtStart(HarnessError, NodeExited):
+    """`nemesis.base.NodeExited` as the harness raises it: a run that cannot start a node says why."""

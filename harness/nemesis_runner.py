@@ -8,6 +8,7 @@ is about to happen, the `info` completion what was done (its value always names 
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import threading
@@ -18,7 +19,8 @@ from typing import Any
 from harness.generator import FaultStep
 from harness.history import History
 from harness.workload import LeaseGate
-from nemesis.base import Family, Fault, Nodes
+from nemesis.base import Family, Fault, NodeExited, Nodes
+from nemesis.process import NOT_RUNNING
 
 log = logging.getLogger(__name__)
 PROCESS = "nemesis"
@@ -37,6 +39,7 @@ class NemesisRunner:
         self.history = history
         self.rng = rng
         self.errors: list[str] = []
+        self.exited: dict[str, str] = {}  # node -> what it said as it refused to start at the heal
         self._active: list[str] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -113,12 +116,23 @@ class NemesisRunner:
 
     def heal_all(self, nodes: Nodes) -> dict[str, list[str]]:
         """Stop every fault still in force (`stop_faults`), heal every family (unrecorded), start
-        every node.
+        every node. A node whose system refuses to start on what it holds (`NodeExited`: etcd on a
+        log that lost committed entries, say) is the cluster's state, not a fault left in force:
+        `exited` records what it said.
 
         Returns what each family still left on the nodes afterwards (empty lists when clean).
         """
         self.stop_faults()
         for fault in self.faults.values():
-            fault.heal()
-        nodes.start()
-        return {name: left for name, fault in self.faults.items() if (left := fault.leftovers())}
+            self._noting_exits(fault.heal)
+        for node in nodes.names:
+            self._noting_exits(functools.partial(nodes.start, node))
+        down = {NOT_RUNNING.format(node) for node in self.exited}
+        return {name: left for name, fault in self.faults.items()
+                if (left := [text for text in fault.leftovers() if text not in down])}
+
+    def _noting_exits(self, action: Callable[[], None]) -> None:
+        try:
+            action()
+        except NodeExited as e:
+            self.exited[e.node] = e.reason

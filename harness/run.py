@@ -392,6 +392,9 @@ class TestRun:
                 self.history_written()
             left = runner.heal_all(db)
             self.test["nemesis_errors"] = runner.errors
+            if runner.exited:
+                self.test["exited_at_start"] = runner.exited
+                log.warning("nodes the system would not start again: %s", ", ".join(sorted(runner.exited)))
             self.phase("heal", t)
         if left:
             self.test["heal_leftovers"] = left

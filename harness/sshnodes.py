@@ -19,6 +19,9 @@ its files in and the node's log dir), and `names`, `ssh(name)`, `peers_arg()`,
 
 from __future__ import annotations
 
+import contextlib
+import json
+import re
 import shlex
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.control import RemoteProcess, Ssh
-from harness.errors import HarnessError
+from harness.errors import HarnessError, NodeExitedAtStart
 from harness.wait import wait_for
 from nemesis.power import mount_command
 from nodes.events import EVENTS_FILE, NODE_LOG
@@ -115,8 +118,8 @@ class SshNodes(ABC):
 
         def listening() -> bool:
             if not self.process(name).running():
-                log = self.ssh(name).exec(f"tail -n 20 {stdout_log}").stdout
-                raise HarnessError(f"{name}: the node exited at start; the end of {stdout_log}:\n{log}")
+                said = self.ssh(name).exec(f"tail -n 200 {stdout_log}").stdout
+                raise NodeExitedAtStart(name, last_words(said), stdout_log)
             return bool(self.ssh(name).exec(f"ss -Hltn 'sport = :{port}'").stdout.strip())
 
         port = self.system.client_port
@@ -199,3 +202,21 @@ class SshNodes(ABC):
         if failures:
             raise HarnessError("could not collect the files of " + "; ".join(failures))
         return copied
+
+
+# How a process says why it exits: Go's panic and fatal error, a zap logger's fatal or panic line,
+# Python's exception line.
+_DYING = re.compile(r'^(panic: |fatal error: )|"level":"(fatal|panic)"|^[\w.]*(Error|Exception)\b')
+
+
+def last_words(output: str, limit: int = 300) -> str:
+    """Why a process exited, from the end of its output: the last line that says it is dying (a JSON
+    log line as its `msg` and `error`), else its last line; at most `limit` characters."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    dying = [line for line in lines if _DYING.search(line)]
+    said = (dying or lines or ["no output"])[-1].strip()
+    if said.startswith("{"):
+        with contextlib.suppress(ValueError, AttributeError):
+            fields = json.loads(said)
+            said = ": ".join(str(fields[key]) for key in ("msg", "error") if fields.get(key))
+    return said[:limit]

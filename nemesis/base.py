@@ -23,6 +23,16 @@ from typing import Any, Protocol
 from nodes.peers import Address
 
 
+class NodeExited(Exception):
+    """A node's process exited as it started: the system refused to start on what its node holds
+    (a damaged store, say). `reason`: what it said as it exited, in the file `where`."""
+
+    def __init__(self, node: str, reason: str, where: str) -> None:
+        super().__init__(f"{node}: the node exited at start ({where}: {reason})")
+        self.node = node
+        self.reason = reason
+
+
 class Nodes(Protocol):
     """What a nemesis needs from the cluster: names, addresses, a shell, the node process."""
 
@@ -53,7 +63,7 @@ class Nodes(Protocol):
 
     def start(self, node: str | None = None, wait: float = 20.0) -> None:
         """Start the node process (every node when None; a running node is left alone) and wait
-        up to `wait` seconds until it listens (0: not at all)."""
+        up to `wait` seconds until it listens (0: not at all). `NodeExited` when it exits as it starts."""
         ...
 
     def pause(self, node: str) -> None:

@@ -26,7 +26,7 @@ import shlex
 from typing import Any
 
 from nemesis.agents.corrupt import FILES, MODES
-from nemesis.base import Family, Nodes, Option, comma_list
+from nemesis.base import Family, NodeExited, Nodes, Option, comma_list
 from nemesis.process import StartedWithin
 from nemesis.targets import pick, targets_option
 
@@ -66,12 +66,21 @@ class DiskFault(StartedWithin):
         try:
             report = json.loads(self.nodes.exec(node, command, timeout=60))
         finally:
-            self.nodes.start(node)
-        if file not in FILES:
-            return report, ""  # what recovery made of it is the system's own business (its log)
+            refused = self._restart(node)
+        if refused or file not in FILES:
+            return report, refused  # else what recovery made of it is the system's own business (its log)
         log = shlex.quote(f"{self.nodes.data_dir}/node.log")
         line = self.nodes.exec(node, f"grep -a {shlex.quote(RECOVERED)} {log} | tail -n 1").strip()
         return report, line.partition(RECOVERED)[2]
+
+    def _restart(self, node: str) -> str:
+        """Start `node` again: "" when it runs, else what it said as it refused (the system's answer
+        to the damage, as etcd's panic on a log that lost committed entries)."""
+        try:
+            self.nodes.start(node)
+        except NodeExited as e:
+            return f"did not start again: {e.reason}"
+        return ""
 
 
 DISK = Family(

@@ -59,8 +59,11 @@ class ProcessFault:
         return [text for node in self.nodes.names if (text := self._leftover(node))]
 
 
+NOT_RUNNING = "{}: the node process is not running"  # a leftover of a node that should run
+
+
 def not_running(nodes: Nodes) -> Callable[[str], str | None]:
-    return lambda node: None if nodes.running(node) else f"{node}: the node process is not running"
+    return lambda node: None if nodes.running(node) else NOT_RUNNING.format(node)
 
 
 class StartedWithin:

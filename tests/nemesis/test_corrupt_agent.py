@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from nemesis.agents import corrupt
+from nemesis.base import NodeExited
 from nemesis.disk import DiskFault
 from nodes.store.logstore import Entry
 from nodes.store.mmapstore import MmapStore
@@ -118,9 +119,10 @@ class ScriptedNodes:
 
     data_dir = "/var/lib/dledger"
 
-    def __init__(self, agent_out: str | Exception) -> None:
+    def __init__(self, agent_out: str | Exception, refuses: str = "") -> None:
         self.names = ["n1", "n2", "n3"]
         self.agent_out = agent_out
+        self.refuses = refuses  # what a node says as it exits at start ("": it starts)
         self.calls: list[tuple[str, str]] = []
 
     def kill(self, node: str) -> None:
@@ -128,12 +130,14 @@ class ScriptedNodes:
 
     def start(self, node: str) -> None:
         self.calls.append(("start", node))
+        if self.refuses:
+            raise NodeExited(node, self.refuses, "/var/lib/dledger/stdout.log")
 
     def leader(self) -> str:
         return "n2"
 
     def exec(self, node: str, command: str, timeout: float = 10.0) -> str:
-        if "corrupt.py" in command:
+        if "corrupt.py" in command or "damage.py" in command:
             self.calls.append(("agent", node))
             if isinstance(self.agent_out, Exception):
                 raise self.agent_out
@@ -155,3 +159,14 @@ def test_a_failing_agent_still_leaves_the_node_started() -> None:
     with pytest.raises(RuntimeError, match="agent crashed"):
         DiskFault(nodes, ("one",), ("bitflip",), ("index",)).start(random.Random(1))
     assert [call[0] for call in nodes.calls] == ["kill", "agent", "start"]
+
+
+def test_a_node_that_will_not_start_on_the_damage_is_the_faults_outcome_not_its_error() -> None:
+    said = "panic: tocommit(108) is out of range [lastIndex(96)]"
+    nodes = ScriptedNodes('{"changed": true, "path": "etcd/member/wal/0.wal"}', refuses=said)
+    value = DiskFault(nodes, ("one",), ("truncate",), ("wal",)).start(random.Random(1))
+    victim = value["targets"][0]
+    assert nodes.calls == [("kill", victim), ("agent", victim), ("start", victim)]
+    assert value["damage"] == {victim: {"changed": True, "path": "etcd/member/wal/0.wal"}}
+    assert value["recovery"] == {
+        victim: "did not start again: panic: tocommit(108) is out of range [lastIndex(96)]"}

@@ -16,6 +16,8 @@ import pytest
 
 from harness.db import Db
 from harness.wait import wait_for
+from nemesis.base import NodeExited
+from nemesis.disk import DiskFault
 from nodes.client import DefiniteFailure, IndeterminateFailure
 from systems.etcd import Etcd
 from systems.etcd.client import AppendOk, EtcdClient
@@ -140,3 +142,29 @@ def command_line(db: Db, node: str) -> list[str]:
     pid = db.process(node).pid()
     assert pid is not None, f"{node}: no etcd was started"
     return db.exec(node, f"cat /proc/{shlex.quote(str(pid))}/cmdline").split("\0")[:-1]
+
+
+
+def test_the_disk_fault_cuts_a_members_wal_and_etcd_refuses_to_run_on_it(etcd3: EtcdCluster) -> None:
+    """The disk family on etcd's own files, live (`--disk-files wal`, the module's last test: it leaves
+    a member down). A follower's newest WAL loses its last 1,444 written bytes (the seed's cut) across
+    a SIGKILL; etcd will not run on a log that lost committed entries: the member panics as the
+    leader's heartbeat names a commit beyond its log, every time it starts, while the others go on."""
+    db, client = etcd3
+    for i in range(100):
+        append_until_ok(client, f"w-{i}")
+    leader = client.leader()
+    follower = next(name for name in db.names if name != leader)
+    fault = DiskFault(db, ("one",), ("truncate",), ("wal",))
+    report, recovery = fault.corrupt(follower, "wal", "truncate", 7)
+    print(f"damage: {report}\nrecovery: {recovery}")
+    assert report["changed"] and report["mode"] == "truncate", report
+    assert report["path"].startswith("etcd/member/wal/") and report["path"].endswith(".wal"), report
+    assert report["written_end"] - report["offset"] == 1444, report
+    assert report["file_size"]["after"] == report["offset"] < report["file_size"]["before"], report
+    assert recovery.startswith("did not start again: ") and "out of range" in recovery, recovery
+    assert not db.running(follower)
+    with pytest.raises(NodeExited, match="out of range"):
+        db.start(follower)
+    others = EtcdClient({name: endpoint for name, endpoint in client.endpoints.items() if name != follower})
+    assert append_until_ok(others, "after-damage").log_index == len(others.read().entries) - 1

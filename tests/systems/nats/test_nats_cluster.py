@@ -27,6 +27,7 @@ import pytest
 from harness.cluster import LABEL_RUN
 from harness.db import Db
 from harness.wait import wait_for
+from nemesis.disk import DiskFault
 from nodes.client import ClientError
 from systems.nats import Nats
 from systems.nats.client import Connection, JetStream, publish_retrying, replica_state
@@ -129,13 +130,49 @@ def test_acknowledged_before_fsynced_unless_always(docker_client: docker.DockerC
     20 publishes are acknowledged (the default: none at all; always: at least one a publish)."""
     counts = {}
     for label, target in (("default", cluster), ("always", always_cluster)):
-        ids = [f"{label}-{i}" for i in range(20)]
+        ids = [f"{label}-{i}" for i in range(4)]
         counts[label] = fsyncs_during(docker_client, target,
                                       lambda target=target, ids=ids: publish(js(target, "n1"), ids))
     record_property("fsyncs_per_server_during_20_acked_publishes", counts)
     print(f"fsync calls per server during 20 acknowledged publishes: {counts}")
     assert all(n == 0 for n in counts["default"].values()), counts
     assert all(n >= 20 for n in counts["always"].values()), counts
+
+
+
+def test_the_disk_fault_damages_a_servers_message_block_and_the_stream_repairs_it(cluster: Db) -> None:
+    """The disk family on NATS's own files, live (`--disk-files blk`): one bit of a follower's newest
+    message block flipped across a SIGKILL. Restarted while the other servers are paused (so none can
+    repair it yet), its replica holds only the messages before the damaged one (the server says
+    nothing of it in its log); once they resume, the stream leader brings it back to every message."""
+    ids = [f"disk-{i}" for i in range(100)]
+    first = publish(js(cluster, "n1"), ids)[0]
+    leader = stream_leader(js(cluster, "n1"), SPEC.name)
+    follower = next(name for name in cluster.names if name != leader)
+    last = js(cluster, leader).info(SPEC.name).last_seq
+
+    def holds(seq: int) -> bool:
+        state = replica_state(cluster.address(follower), MONITOR_PORT, SPEC.name) or {}
+        return state.get("last_seq") == seq
+
+    wait_for(lambda: holds(last), 30, f"{follower}'s replica did not reach seq {last}")
+    others = [name for name in cluster.names if name != follower]
+    for name in others:
+        cluster.pause(name)
+    try:
+        fault = DiskFault(cluster, ("one",), ("bitflip",), ("blk",))
+        report, recovery = fault.corrupt(follower, "blk", "bitflip", 7)
+        damaged = replica_state(cluster.address(follower), MONITOR_PORT, SPEC.name)
+    finally:
+        for name in others:
+            cluster.resume(name)
+    print(f"damage: {report}\nthe replica restarted on it: {damaged}")
+    assert report["changed"] and report["path"] == "jetstream/$G/streams/dlc/msgs/1.blk", report
+    assert recovery == "" and cluster.running(follower)
+    assert damaged is not None and first <= damaged["last_seq"] < last, damaged
+    wait_for(lambda: holds(last), ELECT_S, f"{follower}'s replica was not repaired to seq {last}")
+    read = js(cluster, follower).read_all(SPEC.name, direct=True)
+    assert read.gaps == () and [msg_id for _, msg_id in read.entries()[-100:]] == ids
 
 
 def test_publishes_go_on_after_the_leader_is_killed(cluster: Db) -> None:
