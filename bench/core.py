@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nodes.core import CoreConfig
+from nodes.logic import durability
 from nodes.messages import AppendResponse, ResponseCode
 from tests.support.scripted import ScriptedCluster
 
@@ -26,7 +27,7 @@ RESULTS = Path(__file__).parent / "results" / "core.json"
 
 def measure(flush: str, batch: int, total: int) -> dict[str, str | float]:
     """Appends/s and core calls/s for one flush policy and batch size."""
-    cluster = ScriptedCluster(3, config=CoreConfig(flush=flush))
+    cluster = ScriptedCluster(3, config=CoreConfig(ack=durability(flush, master_slave=False).ack))
     cluster.keep_sent = False
     leader = cluster.elect()
     body = b"x" * 100

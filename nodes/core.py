@@ -13,8 +13,8 @@ every store write as an output (entries to append, truncate after index N, the c
 index to record), in order, as etcd's raft does (`nodes.logview`). Flushing, and deciding
 what a full disk means, are the driver's job (`nodes.driver`).
 
-Outputs accumulate until the driver calls `ready()`, which returns them as a `Ready` and
-starts a new batch. The driver MUST, in this order:
+Outputs accumulate until the driver calls `ready()`, which returns them as a `Ready`
+(`nodes.logic`, the seam's words) and starts a new batch. The driver MUST, in this order:
 
 1. make `ready.persist` (term, vote) durable (fsync) if it is not None;
 2. carry out `ready.writes` on the store, in order (without waiting for an fsync), and
@@ -23,12 +23,13 @@ starts a new batch. The driver MUST, in this order:
 3. then send `ready.messages` (in order, to each `(peer, message)`);
 4. deliver `ready.completions` to clients, log `ready.role_changes` and `ready.commit_index`.
 
-Flushing: with `flush="sync"` an entry counts toward the leader's own match index, and
-a follower acknowledges it, only once `store.flushed_index` covers it; the driver flushes
-when `store.flushed_index < store.end_index` (group commit: after any batch of inputs)
-and then calls `store_progress(now)`. With `flush="async"` (DLedger's) the core counts
+Flushing: when `CoreConfig.ack` is `Ack.FSYNCED` (`--flush sync`) an entry counts toward
+the leader's own match index, and a follower acknowledges it, only once
+`store.flushed_index` covers it; the driver flushes when `store.flushed_index <
+store.end_index` (group commit: after any batch of inputs) and then calls
+`store_progress(now)`. With `Ack.WRITTEN` (`--flush async`, DLedger's) the core counts
 and acknowledges entries as soon as they are written, so a power loss can lose entries
-the cluster considered committed.
+the cluster considered committed. `nodes.logic.durability` decides it from the flag.
 
 A new core starts as CANDIDATE with the persisted term and vote; the store is its log.
 """
@@ -44,7 +45,8 @@ from typing import Any
 
 from nodes.coverage import hit
 from nodes.election import ParseResult, Role, Rule, VoteRound, VoterView, judge_heartbeat, judge_vote
-from nodes.logview import LogView, ReadableLog, StoreWrite
+from nodes.logic import NOTHING, Ack, Ready, RoleChange
+from nodes.logview import LogView, ReadableLog
 from nodes.messages import (
     AppendResponse,
     ClientResponse,
@@ -70,8 +72,6 @@ from nodes.store.logstore import MAGIC_NOOP
 from nodes.timing import Timing
 from nodes.transfer import LeaderTransfer, refusal
 
-FLUSH_POLICIES = ("sync", "async")
-
 
 @dataclass(frozen=True, slots=True)
 class CoreConfig:
@@ -83,51 +83,16 @@ class CoreConfig:
     to campaign serves none for the rest of its term, since that transferee may still win
     after the transfer timed out. Without the guard lease reads answer UNSUPPORTED.
     `preferred_leader`: a leader hands over to this peer when it is caught up.
+    `ack`: what an entry needs before it counts and is acknowledged (see the module doc).
     `max_read_bytes`: a read answers with entries whose bodies add up to at most this (the
     first entry always) and says in `last_index` where it stopped; None for no limit.
     """
 
     timing: Timing = field(default_factory=Timing)
-    flush: str = "sync"
+    ack: Ack = Ack.FSYNCED
     lease_guard: bool = False
     preferred_leader: str | None = None
     max_read_bytes: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.flush not in FLUSH_POLICIES:
-            raise ValueError(f"unknown flush policy {self.flush!r}: use one of {', '.join(FLUSH_POLICIES)}")
-
-
-@dataclass(frozen=True, slots=True)
-class RoleChange:
-    """One line of events.jsonl: the node took `role` in `term`, knowing `leader`."""
-
-    term: int
-    role: Role
-    leader: str | None
-
-
-@dataclass(slots=True)
-class Ready:
-    """One batch of outputs; see the module docstring for the order a driver must keep."""
-
-    persist: tuple[int, str | None] | None = None
-    writes: list[StoreWrite] = field(default_factory=list)
-    store_commit: int | None = None
-    messages: list[tuple[str, PeerMessage]] = field(default_factory=list)
-    completions: list[tuple[int, ClientResponse]] = field(default_factory=list)
-    role_changes: list[RoleChange] = field(default_factory=list)
-    commit_index: int | None = None
-
-    def __bool__(self) -> bool:
-        """Whether there is anything to carry out."""
-        return bool(
-            self.messages or self.completions or self.writes or self.role_changes
-            or self.persist is not None or self.store_commit is not None or self.commit_index is not None
-        )
-
-
-NOTHING = Ready()  # the empty batch, shared: a driver only reads a Ready
 
 
 @dataclass(slots=True)
@@ -164,7 +129,7 @@ class Core:
         self.log = LogView(store)
         self.config = config or CoreConfig()
         self.timing = self.config.timing
-        self._sync = self.config.flush == "sync"
+        self._sync = self.config.ack is Ack.FSYNCED
         self._rng = rng or random.Random()
         self._now = now
         self._out = Ready()

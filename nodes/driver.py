@@ -5,12 +5,13 @@ core or the master-slave logic (`nodes.ha.node`). `Driver.drive()` takes the cor
 `Ready` and carries it out in the order the core needs (`nodes.core`): persist term and
 vote (the real term-file code, fsynced), write and truncate the store (never waiting for
 an fsync), record the store's commit index, send the messages, complete the clients,
-report role and commit changes. It also owns the
-flush policy: with `sync` flush it starts one group-commit flush whenever the store holds
+report role and commit changes. It also runs the flushes when it is the store's flusher
+(`Flusher.GROUP_COMMIT`, `nodes.logic`): one group-commit flush whenever the store holds
 entries that are not durable and no flush is running (the host runs `store.flush()` where
-it likes, a thread or a simulated disk, then calls `flushed(now)`); with `async` flush
-(DLedger's) the store is flushed in the background and acks never wait. And it decides
-what a full disk means: a client append is refused with DISK_FULL while the store says so.
+it likes, a thread or a simulated disk, then calls `flushed(now)`); with
+`Flusher.STORE_THREAD` (DLedger's async flush) the store flushes itself in the background.
+And it decides what a full disk means: a client append is refused with DISK_FULL while the
+store says so.
 
 The host (server or simulator) supplies the transport and the clients through `Host`.
 """
@@ -22,9 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from nodes.core import NOTHING, Ready
 from nodes.coverage import hit
-from nodes.logic import NodeLogic
+from nodes.logic import NOTHING, Flusher, NodeLogic, Ready
 from nodes.logview import Append, StoreWrite
 from nodes.messages import AppendResponse, ClientResponse, PeerMessage, ResponseCode
 from nodes.store.fs import REAL_FS, FileSystem
@@ -71,7 +71,7 @@ class Driver:
         store: LogStore,
         data_dir: Path,
         persisted: TermState,
-        flush: str,
+        flusher: Flusher,
         host: Host,
         fs: FileSystem = REAL_FS,
     ) -> None:
@@ -80,7 +80,7 @@ class Driver:
         self.data_dir = data_dir
         self.fs = fs
         self.host = host
-        self._sync = flush == "sync"
+        self._group_commit = flusher is Flusher.GROUP_COMMIT
         self._persisted = persisted
         self._checkpointed = store.stable_index
         self.flushing = False
@@ -105,10 +105,10 @@ class Driver:
     def drive(self) -> Ready:
         """Take the core's outputs and carry them out; return them."""
         ready = self.core.ready()
-        if ready is not NOTHING and ready:  # NOTHING: the core's shared empty batch
+        if ready is not NOTHING and ready:  # NOTHING: the shared empty batch
             self._carry_out(ready)
         store = self.store
-        if self._sync and not self.flushing and store.flushed_index < store.end_index:
+        if self._group_commit and not self.flushing and store.flushed_index < store.end_index:
             self.flushing = True
             self.host.start_flush()
         return ready

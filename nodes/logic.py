@@ -1,10 +1,17 @@
-"""The seam between a node's IO and its logic: the `NodeLogic` protocol.
+"""The seam between a node's IO and its logic: the `NodeLogic` protocol and the words it speaks.
 
 The server (`nodes.server`) and the driver (`nodes.driver`) drive a node's logic only
 through `NodeLogic`: sans-IO inputs (`tick`, `receive`, `store_progress`, the client
-requests) and one output batch, `ready()`, that the driver carries out in the order
-`nodes.core` documents. Two implementations: the DLedger consensus core (`nodes.core.Core`)
-and RocketMQ's classic master-slave replication (`nodes.ha.node.HaNode`).
+requests) and one output batch, `ready()`, a `Ready` that the driver carries out in the
+order `nodes.core` documents. Two implementations: the DLedger consensus core
+(`nodes.core.Core`) and RocketMQ's classic master-slave replication (`nodes.ha.node.HaNode`).
+
+Durability is decided once, from the `--flush` flag and the mode, by `durability()`: what
+an acknowledgement requires (`Ack`, for the logic) and who flushes the store (`Flusher`,
+for the driver and the store). `sync` acks only what is fsynced and flushes by group
+commit. `async` acks what is written and leaves flushing to the store's own thread
+(DLedger's), except on a master-slave node, which still flushes by group commit so that a
+slave reports its durable offset as soon as it can.
 
 `HaControl` is what a logic offers beyond that for consumers and operators (pulls and
 promotion); only the master-slave logic has it, and the server refuses those requests on
@@ -14,12 +21,88 @@ a logic without it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    from nodes.core import Ready
-    from nodes.election import Role
-    from nodes.messages import MetadataResponse, PeerMessage, ReadMode
+from nodes.election import Role
+from nodes.logview import StoreWrite
+from nodes.messages import ClientResponse, MetadataResponse, PeerMessage, ReadMode
+
+FLUSH_FLAGS = ("sync", "async")  # the values of `--flush`
+
+
+class Ack(Enum):
+    """What an entry needs before it counts toward a commit and is acknowledged."""
+
+    FSYNCED = "fsynced"  # flushed to disk (fsync before ack)
+    WRITTEN = "written"  # written to the store (DLedger's async flush: a power loss can lose acked entries)
+
+
+class Flusher(Enum):
+    """Who flushes the store to disk."""
+
+    GROUP_COMMIT = "group-commit"  # the driver: one flush at a time while written entries are not durable
+    STORE_THREAD = "store-thread"  # the store's own background thread, every few ms (DLedger's)
+
+
+@dataclass(frozen=True, slots=True)
+class Durability:
+    """A node's flush policy: what an acknowledgement requires, and who flushes the store."""
+
+    ack: Ack
+    flusher: Flusher
+
+    @property
+    def flag(self) -> str:
+        """The `--flush` value that asks for this policy."""
+        return "sync" if self.ack is Ack.FSYNCED else "async"
+
+
+SYNC_FLUSH = Durability(Ack.FSYNCED, Flusher.GROUP_COMMIT)  # `--flush sync`
+ASYNC_FLUSH = Durability(Ack.WRITTEN, Flusher.STORE_THREAD)  # `--flush async` on a DLedger node
+
+
+def durability(flush: str, master_slave: bool) -> Durability:
+    """What `--flush` (`sync` or `async`) means for a node of a mode (see the module doc);
+    ValueError for another value."""
+    if flush == "sync":
+        return SYNC_FLUSH
+    if flush == "async":
+        return Durability(Ack.WRITTEN, Flusher.GROUP_COMMIT) if master_slave else ASYNC_FLUSH
+    raise ValueError(f"unknown flush policy {flush!r}: use one of {', '.join(FLUSH_FLAGS)}")
+
+
+@dataclass(frozen=True, slots=True)
+class RoleChange:
+    """One line of events.jsonl: the node took `role` in `term`, knowing `leader`."""
+
+    term: int
+    role: Role
+    leader: str | None
+
+
+@dataclass(slots=True)
+class Ready:
+    """One batch of outputs; `nodes.core`'s module doc gives the order a driver must keep."""
+
+    persist: tuple[int, str | None] | None = None
+    writes: list[StoreWrite] = field(default_factory=list)
+    store_commit: int | None = None
+    messages: list[tuple[str, PeerMessage]] = field(default_factory=list)
+    completions: list[tuple[int, ClientResponse]] = field(default_factory=list)
+    role_changes: list[RoleChange] = field(default_factory=list)
+    commit_index: int | None = None
+
+    def __bool__(self) -> bool:
+        """Whether there is anything to carry out."""
+        return bool(
+            self.messages or self.completions or self.writes or self.role_changes
+            or self.persist is not None or self.store_commit is not None or self.commit_index is not None
+        )
+
+
+NOTHING = Ready()  # the empty batch, shared: a driver only reads a Ready
 
 
 class NodeLogic(Protocol):

@@ -20,6 +20,7 @@ from pathlib import Path
 from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_VALID
 from nodes.events import setup_node_log
 from nodes.ha.config import BrokerRole, HaConfig
+from nodes.logic import FLUSH_FLAGS, Durability, durability
 from nodes.messages import ReadMode
 from nodes.peers import Address, parse_peers
 from nodes.server import NodeServer, ServerConfig
@@ -58,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-dir", type=Path,
                         help="where node.log and events.jsonl go (default: the data dir)")
     parser.add_argument("--group", default="", help="DLedger group name (default: none)")
-    parser.add_argument("--flush", choices=("async", "sync"), default="async",
+    parser.add_argument("--flush", choices=sorted(FLUSH_FLAGS), default="async",
                         help="async: DLedger's background flush (the default); sync: fsync before ack "
                              "(group commit)")
     parser.add_argument("--timing", choices=sorted(TIMING_NAMES), default="default",
@@ -109,16 +110,17 @@ def _config(args: argparse.Namespace) -> ServerConfig:
     if args.debug_flush_delay_ms < 0:
         raise ValueError(f"--debug-flush-delay-ms must not be negative, not {args.debug_flush_delay_ms}")
     segment = args.segment_mb << 20
-    return ServerConfig(node=args.id, peers=peers, data_dir=args.data_dir, group=args.group, flush=args.flush,
+    dur = durability(args.flush, args.mode == "master-slave")
+    return ServerConfig(node=args.id, peers=peers, data_dir=args.data_dir, group=args.group, durability=dur,
                         timing=timing_profile(TIMING_NAMES[args.timing], **parse_overrides(args.timing_set)),
                         read_mode=ReadMode.parse(args.read_mode),
                         preferred_leader=args.preferred_leader, listen_host=listen,
                         data_segment_size=segment, index_segment_size=min(segment, 160 << 20) // 32 * 32,
-                        log_dir=args.log_dir, ha=_ha_config(args, peers),
+                        log_dir=args.log_dir, ha=_ha_config(args, peers, dur),
                         flush_delay_ms=args.debug_flush_delay_ms)
 
 
-def _ha_config(args: argparse.Namespace, peers: dict[str, Address]) -> HaConfig | None:
+def _ha_config(args: argparse.Namespace, peers: dict[str, Address], dur: Durability) -> HaConfig | None:
     """The master-slave settings (None in DLedger mode), or ValueError naming the bad argument."""
     values = {field: getattr(args, field) for _, field, _, _ in HA_FLAGS}
     given = [flag for flag, field, _, _ in HA_FLAGS if values[field] is not None]
@@ -139,7 +141,7 @@ def _ha_config(args: argparse.Namespace, peers: dict[str, Address]) -> HaConfig 
         raise ValueError("--role SLAVE needs --master (the master's id or HOST:PORT in --peers)")
     if master == args.id and not role.is_master:
         raise ValueError(f"--master {args.master!r} is this node, which is a SLAVE")
-    return HaConfig(role=role, master=master, flush=args.flush,
+    return HaConfig(role=role, master=master, ack=dur.ack,
                     **{k: v for k, v in values.items() if v is not None})
 
 

@@ -2,16 +2,17 @@
 
 The logic is the DLedger core (`nodes.core`) or, with `ServerConfig.ha`, RocketMQ's
 master-slave replication (`nodes.ha.node`); the server sees it only as a `NodeLogic`
-(`nodes.logic`). Everything runs on one event loop thread except disk flushes (the
-store's own background flusher, and in `sync` mode group-commit flushes in an executor
-thread; a master-slave node always flushes by group commit, so a slave reports its
-durable offset as soon as it can). Inputs (frames, ticks, finished flushes) go into the
-logic; once per loop turn `_drive` hands its outputs to the driver (`nodes.driver`, the
-same code the simulator runs), which persists term and vote, writes the store, and calls
-back here to send peer messages, answer clients and write events. The guarded rules the
-core, driver and recovery fired (`nodes.coverage`) go to events.jsonl as `rules` lines: one
-at startup for recovery's, then from the tick loop at most every `RULES_EVERY_S` when
-something fired, and one at a clean shutdown.
+(`nodes.logic`). Everything runs on one event loop thread except disk flushes: the
+store's own background thread (`Flusher.STORE_THREAD`), or group-commit flushes in an
+executor thread (`Flusher.GROUP_COMMIT`: `--flush sync`, and any master-slave node, so
+that a slave reports its durable offset as soon as it can; see `ServerConfig.durability`).
+Inputs (frames, ticks, finished flushes) go into the logic; once per loop turn `_drive`
+hands its outputs to the driver (`nodes.driver`, the same code the simulator runs), which
+persists term and vote, writes the store, and calls back here to send peer messages,
+answer clients and write events. The guarded rules the core, driver and recovery fired
+(`nodes.coverage`) go to events.jsonl as `rules` lines: one at startup for recovery's,
+then from the tick loop at most every `RULES_EVERY_S` when something fired, and one at a
+clean shutdown.
 
 A frame that cannot be parsed closes its connection; a frame that parses but does not
 decode, or has an unknown type, is answered with `ErrorResponse`. Either way the node logs
@@ -46,12 +47,12 @@ from nodes.clientapi import (
 from nodes.clock import NodeClock
 from nodes.codec import CodecError
 from nodes.controlfile import PREFERRED_FILE, UNCHANGED, ControlFile
-from nodes.core import Core, CoreConfig, Ready
+from nodes.core import Core, CoreConfig
 from nodes.driver import Driver
 from nodes.events import EventLog
 from nodes.ha.config import BrokerRole, HaConfig
 from nodes.ha.node import HaNode
-from nodes.logic import HaControl, NodeLogic
+from nodes.logic import ASYNC_FLUSH, Durability, Flusher, HaControl, NodeLogic, Ready
 from nodes.peers import HA_MAX_BUFFERED, Address, PeerLink, buffer_limit
 from nodes.protocol import (
     DLEDGER_PEER_TYPES,
@@ -81,7 +82,7 @@ class ServerConfig:
     peers: dict[str, Address]
     data_dir: Path
     group: str = ""
-    flush: str = "async"
+    durability: Durability = ASYNC_FLUSH
     timing: Timing = field(default_factory=Timing)
     read_mode: m.ReadMode = m.ReadMode.READ_INDEX
     preferred_leader: str | None = None
@@ -209,16 +210,16 @@ class NodeServer:
         self._preferred = ControlFile(data_dir / PREFERRED_FILE)
         if self.clock.offset_ms:
             self.events.clock(self.clock.offset_ms)
-        # The store never waits for fsync inside an append: in sync mode the core acks only
-        # what `flushed_index` covers and the driver runs group-commit flushes; in async mode
-        # (DLedger's) the store's own thread flushes every 10 ms.
+        # The store never waits for fsync inside an append: with group commit the driver runs
+        # the flushes (and with `Ack.FSYNCED` the logic acks only what `flushed_index` covers);
+        # otherwise (DLedger's) the store's own thread flushes every 10 ms.
         stable = load_checkpoint(data_dir)
-        group_commit = config.flush == "sync" or config.ha is not None
+        flusher = config.durability.flusher
         self.store = MmapStore(
             data_dir,
             data_segment_size=config.data_segment_size,
             index_segment_size=config.index_segment_size,
-            flush_interval_ms=None if group_commit else ASYNC_FLUSH_MS,
+            flush_interval_ms=ASYNC_FLUSH_MS if flusher is Flusher.STORE_THREAD else None,
             stable_index=stable,
             refuse_lost=False,  # DLedger's way: cut at the damage and catch up from the others
         )
@@ -243,8 +244,7 @@ class NodeServer:
         self._batch_bodies: list[bytes] = []
         self._next_request = 1
         self._drive_scheduled = False
-        flush = "sync" if group_commit else "async"
-        self.driver = Driver(self.logic, self.store, data_dir, state, flush, self)
+        self.driver = Driver(self.logic, self.store, data_dir, state, flusher, self)
         self._server: asyncio.Server | None = None
         self._rules_due = time.monotonic() + RULES_EVERY_S
         self._write_rules()  # what recovery fired, before the loop starts
@@ -256,7 +256,7 @@ class NodeServer:
             return HaNode(config.node, list(config.peers), self.store, ha, state.term, state.vote_for, now)
         core_config = CoreConfig(
             timing=config.timing,
-            flush=config.flush,
+            ack=config.durability.ack,
             lease_guard=config.read_mode is m.ReadMode.LEASE,
             preferred_leader=config.preferred_leader,
             max_read_bytes=limits.max_read_bytes,
@@ -281,7 +281,7 @@ class NodeServer:
             self.config.listen_host,
             me.port,
             peers,
-            self.config.flush,
+            self.config.durability.flag,
             f"read mode {self.config.read_mode.label}" if ha is None else f"master-slave, {ha}",
         )
         for link in self.links.values():

@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from enum import StrEnum
 
+from nodes.logic import Ack
+
 
 class BrokerRole(StrEnum):
     """RocketMQ's `BrokerRole`."""
@@ -45,7 +47,7 @@ class HaConfig:
     """How a master-slave node behaves; durations in ms of the node's clock, lags in entries.
 
     `role`/`master`: this node's role and, for a slave, the master's id, when the currterm
-    file names no master (see the module doc). `flush`: `sync` makes the master's own
+    file names no master (see the module doc). `ack`: `Ack.FSYNCED` makes the master's own
     fsync part of every acknowledgement (RocketMQ's SYNC_FLUSH); a slave always reports only
     what it fsynced. `sync_timeout_ms`: how long a SYNC_MASTER append waits for a slave
     (RocketMQ's syncFlushTimeout). `max_slave_lag`: a slave further behind than this, after
@@ -65,7 +67,7 @@ class HaConfig:
 
     role: BrokerRole
     master: str | None = None
-    flush: str = "sync"
+    ack: Ack = Ack.FSYNCED
     sync_timeout_ms: float = 5000.0
     max_slave_lag: int = 10000
     suggest_slave_lag: int = 10000
@@ -80,8 +82,6 @@ class HaConfig:
     max_read_bytes: int | None = None
 
     def __post_init__(self) -> None:
-        if self.flush not in ("sync", "async"):
-            raise ValueError(f"unknown flush policy {self.flush!r}: use sync or async")
         if not self.role.is_master and not self.master:
             raise ValueError("a SLAVE needs its master (--master)")
         for f in fields(self):

@@ -1,7 +1,8 @@
 """RocketMQ's classic master-slave replication as a sans-IO `NodeLogic` (`HaNode`).
 
 One master, slaves that copy its log; no election. The same driver, store, wire and
-server run it as run the DLedger core (`nodes.core`), with the same `Ready` outputs.
+server run it as run the DLedger core (`nodes.core`), with the same `Ready` outputs
+(`nodes.logic`).
 
 Roles (`metadata().broker_role`): SYNC_MASTER, ASYNC_MASTER, SLAVE. `role` maps them to
 the events.jsonl spellings: `leader` for the master taking writes, `follower` for a
@@ -23,8 +24,8 @@ master-slave-sync).
 
 What is acknowledged, and what reads see (`commit_index`):
 
-* ASYNC_MASTER: an append succeeds as soon as the master wrote it (with `flush=sync`:
-  fsynced it). SYNC_MASTER: once the master has it (fsynced with `flush=sync`) and some
+* ASYNC_MASTER: an append succeeds as soon as the master wrote it (with `Ack.FSYNCED`:
+  fsynced it). SYNC_MASTER: once the master has it (fsynced with `Ack.FSYNCED`) and some
   slave reported it durable; if no live slave lags the new entries by at most
   `max_slave_lag` it answers SLAVE_NOT_AVAILABLE at once, and FLUSH_SLAVE_TIMEOUT (or
   FLUSH_DISK_TIMEOUT, its own fsync) when `sync_timeout_ms` passes first. As in RocketMQ,
@@ -66,13 +67,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from nodes.core import Ready, RoleChange
 from nodes.election import Role
 from nodes.ha.config import BrokerRole, HaConfig, MasterVote
 from nodes.ha.epochs import EpochMap
 from nodes.ha.master import GroupTransfer, Streams
 from nodes.ha.slave import Reporter
-from nodes.logic import member_list
+from nodes.logic import Ack, Ready, RoleChange, member_list
 from nodes.logview import LogView, ReadableLog
 from nodes.messages import (
     AppendResponse,
@@ -361,7 +361,7 @@ class HaNode:
 
     def _advance(self) -> None:
         """Acknowledge what the flavour allows; the commit index follows (never lowered)."""
-        own = self._durable() if self.config.flush == "sync" else self.log.end_index
+        own = self._durable() if self.config.ack is Ack.FSYNCED else self.log.end_index
         acked = own
         if self.flavour is BrokerRole.SYNC_MASTER:
             acked = min(own, self._streams.max_acked())
@@ -373,7 +373,7 @@ class HaNode:
 
     def _expire(self, now: float) -> None:
         for p in self._waiting.expired(now):
-            own_done = self.config.flush != "sync" or self._durable() >= p.last
+            own_done = self.config.ack is Ack.WRITTEN or self._durable() >= p.last
             code = ResponseCode.FLUSH_SLAVE_TIMEOUT if own_done else ResponseCode.FLUSH_DISK_TIMEOUT
             self._complete(p.request_id, AppendResponse(code, self.term, p.first, p.last, self.node_id))
 

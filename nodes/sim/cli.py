@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from nodes.cliparse import EXIT_INVALID, EXIT_VALID, UsageError
-from nodes.core import FLUSH_POLICIES
+from nodes.logic import FLUSH_FLAGS, Durability, durability
 from nodes.sim.cluster import run_seed
 from nodes.sim.config import SimConfig
 from nodes.sim.faults import FAULTS, MASTER_SLAVE_FAULTS, mode_faults, parse_faults
@@ -30,6 +30,13 @@ def fault_list(text: str) -> tuple[str, ...] | None:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def flush_policy(flag: str) -> Durability:
+    """The simulator's reading of `--flush`: a DLedger node's, in every mode (so a master-slave
+    node under `async` leaves flushing to its store's thread, where the server's flushes by
+    group commit)."""
+    return durability(flag, master_slave=False)
+
+
 def positive(text: str) -> int:
     n = int(text)
     if n < 1:
@@ -41,7 +48,7 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     """Options shared by `simulate` and `simulate-many`."""
     parser.add_argument("--steps", type=positive, default=4000,
                         help="events in the fault phase (default 4000)")
-    parser.add_argument("--flush", choices=FLUSH_POLICIES, default="sync",
+    parser.add_argument("--flush", choices=FLUSH_FLAGS, default="sync",
                         help="store flush policy: sync (fsync before ack) or async (default sync)")
     parser.add_argument("--profile", choices=sorted(PROFILES), default="fast",
                         help="timing profile: fast (failover in about a second) or dledger (default fast)")
@@ -65,9 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     mode = getattr(args, "mode", DLEDGER)  # a caller's namespace may have none: DLedger
     faults = mode_faults(mode) if args.faults is None else args.faults
+    policy = flush_policy(args.flush)
     try:
         config = SimConfig(seed=args.seed, nodes=args.nodes, steps=args.steps, faults=faults,
-                           flush=args.flush, profile=args.profile, clients=args.clients, mode=mode)
+                           durability=policy, profile=args.profile, clients=args.clients, mode=mode)
     except ValueError as exc:
         raise UsageError(f"--faults: {exc}") from None
     result = run_seed(config)

@@ -34,10 +34,11 @@ from functools import partial
 from typing import Any, TypeVar
 
 from nodes import coverage
-from nodes.core import Core, CoreConfig, Ready
+from nodes.core import Core, CoreConfig
 from nodes.driver import Driver
 from nodes.election import Role
 from nodes.ha.node import HaNode
+from nodes.logic import Flusher, Ready
 from nodes.logview import Truncate
 from nodes.messages import (
     AppendResponse,
@@ -126,7 +127,7 @@ class SimResult:
         c = self.config
         mode = "" if c.mode == DLEDGER else f"{c.mode}, "
         head = (
-            f"seed {c.seed}: {c.nodes} nodes, {mode}flush {c.flush}, profile {c.profile}, "
+            f"seed {c.seed}: {c.nodes} nodes, {mode}flush {c.durability.flag}, profile {c.profile}, "
             f"faults {','.join(c.faults) or 'none'}"
         )
         stats = " ".join(f"{k}={v}" for k, v in sorted(self.stats.items()))
@@ -137,7 +138,7 @@ class SimResult:
             lines.append(f"VIOLATION at step {self.steps}: {self.violation}")
             lines.append(
                 f"replay: python -m nodes simulate --seed {c.seed} --steps {c.steps} "
-                f"--nodes {c.nodes} --faults {','.join(c.faults) or 'none'} --flush {c.flush} "
+                f"--nodes {c.nodes} --faults {','.join(c.faults) or 'none'} --flush {c.durability.flag} "
                 f"--profile {c.profile}" + ("" if c.mode == DLEDGER else f" --mode {c.mode}")
             )
             lines.append("trace of the last events:")
@@ -187,7 +188,7 @@ class Simulation:
             take_leadership_min_vote_ms=take_vote_min,
             take_leadership_max_vote_ms=take_vote_max,
         )
-        self.core_config = CoreConfig(timing, config.flush, lease_guard)
+        self.core_config = CoreConfig(timing, config.durability.ack, lease_guard)
         self._think_ms = rng.choice(THINK_MS)
         self._padding = rng.choice(BODY_PADDING)
         # each node's disk has its own speed, and every fsync its own time with slow outliers
@@ -265,7 +266,7 @@ class Simulation:
         )
         for name in self.names:
             self._start_node(name)
-            if config.flush == "async":
+            if config.durability.flusher is Flusher.STORE_THREAD:
                 self._schedule(rng.uniform(0, config.async_flush_ms), FLUSH, name, -1)
         for c in range(config.clients):
             self._schedule(rng.uniform(0, 50.0), CLIENT, "", c)
@@ -364,7 +365,8 @@ class Simulation:
             core = self.ha.node(name, store, state, self.local(name))  # it serves its durable log
         self.cores[name] = core
         host = _Host(self, name)
-        self.drivers[name] = Driver(core, store, DIRECTORY, state, self.config.flush, host, disk.fs)
+        flusher = self.config.durability.flusher
+        self.drivers[name] = Driver(core, store, DIRECTORY, state, flusher, host, disk.fs)
         self.checked[name] = core.commit_index
         self.trace.add(
             self.now,
@@ -442,7 +444,7 @@ class Simulation:
     def _on_flush(self, node: str, incarnation: int) -> None:
         disk = self.disks[node]
         driver = self.drivers[node]
-        if incarnation == -1:  # async: DLedger's periodic background flush
+        if incarnation == -1:  # Flusher.STORE_THREAD: DLedger's periodic background flush
             self._schedule(self.config.async_flush_ms, FLUSH, node, -1)
             if disk.store is not None and node not in self._paused:  # its flush thread is frozen too
                 disk.store.flush()

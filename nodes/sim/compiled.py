@@ -44,7 +44,8 @@ INTERPRETED = {
     "nodes.sim.config": "simulate-many pickles SimConfig to its workers; mypyc's frozen classes "
                         "do not unpickle",
     "nodes.sim.simmap": "its classes extend bytearray and OSError; mypyc compiles no such class",
-    "nodes.logic": "protocols only, one checked at run time, which mypyc does not compile",
+    "nodes.logic": "a protocol checked at run time, which mypyc does not compile; and SimConfig holds "
+                   "its Durability, which simulate-many pickles",
     "nodes.ha.node": "HaNode's handler table names its methods in the class body, which mypyc's "
                      "native classes do not allow",
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nodes.logic import SYNC_FLUSH, Durability
 from nodes.sim.faults import FAULTS, mode_faults
 from nodes.sim.modes import DLEDGER, check_mode
 
@@ -15,13 +16,14 @@ from nodes.sim.modes import DLEDGER, check_mode
 @dataclass(frozen=True, slots=True)
 class SimConfig:
     """One simulated run. `lease_guard` None: chosen from the seed. `mode`: see
-    `nodes.sim.modes`; `faults` must be faults of that mode (`parse_faults(text, mode)`)."""
+    `nodes.sim.modes`; `faults` must be faults of that mode (`parse_faults(text, mode)`).
+    `durability`: `--flush` as `nodes.sim.cli.flush_policy` reads it."""
 
     seed: int
     nodes: int = 5
     steps: int = 4000
     faults: tuple[str, ...] = FAULTS
-    flush: str = "sync"
+    durability: Durability = SYNC_FLUSH
     profile: str = "fast"
     clients: int = 3
     append_share: float = 0.6  # of client operations; the rest are reads

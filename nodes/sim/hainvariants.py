@@ -36,6 +36,7 @@ reads see up to there). "Durably" means fsynced: a power loss keeps it (`SimDisk
 
 from __future__ import annotations
 
+from nodes.logic import Ack
 from nodes.messages import AppendResponse, ReadMode, ReadResponse
 from nodes.sim.disk import SimDisk
 from nodes.sim.invariants import Violation
@@ -48,10 +49,10 @@ LOST = "acknowledged append lost"
 class HaInvariants:
     """The record the master-slave properties are checked against (see the module doc)."""
 
-    def __init__(self, disks: dict[str, SimDisk], sync: bool, flush_sync: bool) -> None:
+    def __init__(self, disks: dict[str, SimDisk], sync: bool, ack: Ack) -> None:
         self._disks = disks
         self._sync = sync
-        self._flush_sync = flush_sync
+        self._fsynced = ack is Ack.FSYNCED  # a master acknowledges only what it fsynced
         self._acked: dict[int, Entry] = {}  # SYNC_MASTER: index -> the entry acknowledged there last
         self._excused: set[int] = set()  # acknowledged indexes a failover or power loss may have lost
         self.max_acked = -1
@@ -108,7 +109,7 @@ class HaInvariants:
         if last >= len(log):
             raise Violation(ACKED, f"{what}, beyond its log end {len(log) - 1}")
         durable = disk.durable_end()
-        if self._flush_sync and durable < last:
+        if self._fsynced and durable < last:
             raise Violation(ACKED, f"{what}, holding only up to {durable} durably")
         if not self._sync:
             return
@@ -162,7 +163,7 @@ class HaInvariants:
 
     def on_power_loss(self, node: str) -> None:
         """The master `node` lost power: with async flush, what it had not fsynced may be gone."""
-        if not self._flush_sync:
+        if not self._fsynced:
             durable = self._disks[node].durable_end()
             self._excused.update(i for i in self._acked if i > durable)
 
@@ -184,7 +185,7 @@ class HaInvariants:
             took_over = self._took_over[node]
             self._replicated(node, max(start, took_over + 1), top,
                              f"{node} served a {mode.label} read of {start}..{top}")
-            durable_top = min(top, took_over) if self._sync or self._flush_sync else -1
+            durable_top = min(top, took_over) if self._sync or self._fsynced else -1
         durable = self._disks[node].durable_end()
         if durable_top > durable:
             raise Violation("durable reads", f"{node} served a {mode.label} read up to {durable_top}, "

@@ -31,10 +31,10 @@ import dataclasses
 import random
 from typing import TYPE_CHECKING
 
-from nodes.core import RoleChange
 from nodes.election import Role
 from nodes.ha.config import BrokerRole, HaConfig, MasterVote
 from nodes.ha.node import HaNode
+from nodes.logic import RoleChange
 from nodes.messages import ReadMode
 from nodes.sim.disk import DIRECTORY
 from nodes.sim.faults import FAILOVER_DOWN_MS
@@ -64,7 +64,7 @@ class HaMode:
         self._sim = sim
         self.flavour = MASTER_ROLES[cfg.mode]
         slave = HaConfig(
-            BrokerRole.SLAVE, names[0], cfg.flush,
+            BrokerRole.SLAVE, names[0], cfg.durability.ack,
             sync_timeout_ms=rng.choice(SYNC_TIMEOUTS),
             housekeeping_ms=rng.choice(HOUSEKEEPING_MS),
             max_slave_lag=rng.choice(SLAVE_LAGS),
@@ -74,7 +74,7 @@ class HaMode:
         self.configs = dict.fromkeys(names, slave)  # each node's command line
         self.configs[names[0]] = dataclasses.replace(slave, role=self.flavour, master=None)
         self.master = names[0]  # the node an operator made master last
-        self.checks = HaInvariants(sim.disks, self.flavour is BrokerRole.SYNC_MASTER, cfg.flush == "sync")
+        self.checks = HaInvariants(sim.disks, self.flavour is BrokerRole.SYNC_MASTER, cfg.durability.ack)
         self.rng = random.Random(f"failover-{cfg.seed}")  # failovers: their own draws and schedule
         # a node answers an append by its slave wait (or its own fsync's), reads and transfers at once
         self.timeouts = (slave.sync_timeout_ms, 0.0, 0.0)

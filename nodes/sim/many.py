@@ -22,7 +22,8 @@ from multiprocessing.pool import AsyncResult, Pool
 from pathlib import Path
 
 from nodes.cliparse import EXIT_INTERNAL, EXIT_INVALID, EXIT_VALID
-from nodes.sim.cli import add_common, cluster_size, positive
+from nodes.logic import Durability
+from nodes.sim.cli import add_common, cluster_size, flush_policy, positive
 from nodes.sim.cluster import run_seed
 from nodes.sim.compiled import ENGINES, choose, engine_here, worker_context
 from nodes.sim.config import SimConfig
@@ -38,8 +39,9 @@ MIXES = ("all", "partition,crash,powerloss,repaircrash,failover", "oneway,bridge
 DEFAULT_MODES = parse_rotation(ROTATION)
 
 
-def configs(start: int, count: int | None, sizes: list[int], mixes: list[str], steps: int, flush: str,
-            profile: str, clients: int, modes: tuple[str, ...] = DEFAULT_MODES) -> Iterator[SimConfig]:
+def configs(start: int, count: int | None, sizes: list[int], mixes: list[str], steps: int,
+            durability: Durability, profile: str, clients: int,
+            modes: tuple[str, ...] = DEFAULT_MODES) -> Iterator[SimConfig]:
     """Seed `start`, `start + 1` ...: sizes and modes rotate fastest, then fault mixes (module doc)."""
     seed = start
     while count is None or seed < start + count:
@@ -47,7 +49,7 @@ def configs(start: int, count: int | None, sizes: list[int], mixes: list[str], s
         mode = modes[i % len(modes)]
         yield SimConfig(seed=seed, nodes=sizes[i % len(sizes)],
                         faults=parse_faults(mixes[(i // len(sizes)) % len(mixes)], mode),
-                        steps=steps, flush=flush, profile=profile, clients=clients, mode=mode)
+                        steps=steps, durability=durability, profile=profile, clients=clients, mode=mode)
         seed += 1
 
 
@@ -116,8 +118,8 @@ def run(args: argparse.Namespace) -> int:
     build = choose(args.engine)
     started = time.monotonic()
     deadline = started + args.budget
-    source = configs(args.start, args.seeds, sizes, mixes, args.steps, args.flush, args.profile, args.clients,
-                     modes)
+    source = configs(args.start, args.seeds, sizes, mixes, args.steps, flush_policy(args.flush), args.profile,
+                     args.clients, modes)
     done, violations = 0, []
     fired: Counter[str] = Counter()
     reached: Counter[str] = Counter()

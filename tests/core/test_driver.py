@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nodes.core import Core, CoreConfig, Ready
+from nodes.core import Core, CoreConfig
 from nodes.driver import Driver
+from nodes.logic import Ack, Flusher, Ready
 from nodes.messages import ClientResponse, PeerMessage, ResponseCode
 from nodes.store.memstore import MemStore
 from nodes.store.termfile import TermState, load_checkpoint, load_term
@@ -41,8 +42,8 @@ class FullStore(MemStore):
 
 def _leader(tmp_path: Path, store: MemStore) -> tuple[Core, Driver, Host]:
     host = Host()
-    core = Core("n1", ["n1"], store, config=CoreConfig(flush="sync"))
-    driver = Driver(core, store, tmp_path, TermState(), "sync", host)
+    core = Core("n1", ["n1"], store, config=CoreConfig(ack=Ack.FSYNCED))
+    driver = Driver(core, store, tmp_path, TermState(), Flusher.GROUP_COMMIT, host)
     core.tick(0.0)  # a single member elects itself
     driver.drive()
     return core, driver, host
@@ -66,10 +67,10 @@ def test_appends_made_while_a_flush_runs_share_the_next_one(tmp_path: Path) -> N
 def test_term_and_vote_reach_the_term_file_before_any_message(tmp_path: Path) -> None:
     store = MemStore()
     host = Host()
-    core = Core("n1", ["n1", "n2", "n3"], store, config=CoreConfig(flush="sync"))
+    core = Core("n1", ["n1", "n2", "n3"], store, config=CoreConfig(ack=Ack.FSYNCED))
     seen: list[TermState] = []
     host.send = lambda peer, message: seen.append(load_term(tmp_path))  # type: ignore[method-assign]
-    driver = Driver(core, store, tmp_path, TermState(), "sync", host)
+    driver = Driver(core, store, tmp_path, TermState(), Flusher.GROUP_COMMIT, host)
     core.tick(0.0)
     core.tick(10_000.0)  # campaign: a new term, a vote for itself, vote requests
     driver.drive()

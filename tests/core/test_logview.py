@@ -8,6 +8,7 @@ import pytest
 
 from nodes.core import Core, CoreConfig
 from nodes.driver import apply_writes
+from nodes.logic import Ack
 from nodes.logview import Append, LogView, Truncate
 from nodes.store.logstore import Entry, StoreError
 from nodes.store.memstore import MemStore
@@ -96,7 +97,7 @@ def test_the_view_refuses_what_the_store_would() -> None:
 
 def test_the_core_only_reads_its_store_and_returns_every_write_in_ready() -> None:
     store = MemStore()
-    core = Core("n1", ["n1"], ReadOnly(store), config=CoreConfig(flush="sync"))  # type: ignore[arg-type]
+    core = Core("n1", ["n1"], ReadOnly(store), config=CoreConfig(ack=Ack.FSYNCED))  # type: ignore[arg-type]
     core.tick(0.0)  # a single member elects itself and appends its no-op
     ready = core.ready()
     assert [type(w) for w in ready.writes] == [Append]

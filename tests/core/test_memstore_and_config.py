@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nodes.core import Core, CoreConfig
+from nodes.core import Core
+from nodes.logic import durability
 from nodes.messages import ReadMode
 from nodes.store.logstore import Entry, StoreError
 from nodes.store.memstore import MemStore
@@ -83,7 +84,7 @@ def test_timing_overrides_from_text_keep_each_field_type() -> None:
 
 def test_configuration_errors_name_the_problem() -> None:
     with pytest.raises(ValueError, match="flush policy 'eventually'"):
-        CoreConfig(flush="eventually")
+        durability("eventually", master_slave=False)
     with pytest.raises(ValueError, match="not among the peers"):
         Core("n9", ["n1", "n2"], MemStore())
     with pytest.raises(ValueError, match="duplicates"):

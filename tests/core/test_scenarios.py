@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from nodes.core import CoreConfig
 from nodes.election import Role
+from nodes.logic import Ack
 from nodes.messages import (
     AppendResponse,
     HeartbeatRequest,
@@ -372,7 +373,7 @@ def test_sync_flush_followers_ack_only_flushed_entries() -> None:
 
 
 def test_async_flush_acks_before_any_flush() -> None:
-    c = ScriptedCluster(3, config=CoreConfig(flush="async"))
+    c = ScriptedCluster(3, config=CoreConfig(ack=Ack.WRITTEN))
     leader = c.elect()
     for n in c.names:
         c.auto_flush[n] = False

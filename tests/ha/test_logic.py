@@ -10,7 +10,7 @@ import pytest
 
 from nodes.election import Role
 from nodes.ha.config import BrokerRole
-from nodes.logic import HaControl, NodeLogic
+from nodes.logic import Ack, HaControl, NodeLogic
 from nodes.messages import (
     AppendResponse,
     HaTruncate,
@@ -135,12 +135,12 @@ def test_slave_not_available_at_once_when_no_slave_is_live_or_close(tmp_path: Pa
 
 
 def test_an_async_master_acks_at_once_or_after_its_own_fsync(tmp_path: Path) -> None:
-    group = HaGroup(tmp_path / "a", 2, BrokerRole.ASYNC_MASTER, flush="async")
+    group = HaGroup(tmp_path / "a", 2, BrokerRole.ASYNC_MASTER, ack=Ack.WRITTEN)
     group.wait_master()
     group.crash("n2")
     group.auto_flush["n1"] = False
     ok(group.answer(group.append("n1", b"now")))
-    sync = HaGroup(tmp_path / "s", 2, BrokerRole.ASYNC_MASTER, flush="sync")
+    sync = HaGroup(tmp_path / "s", 2, BrokerRole.ASYNC_MASTER, ack=Ack.FSYNCED)
     sync.wait_master()
     sync.auto_flush["n1"] = False
     rid = sync.append("n1", b"after-fsync")

@@ -13,6 +13,7 @@ import pytest
 
 from nodes.cliparse import EXIT_BAD_ARGS, UsageError
 from nodes.sim import compiled
+from nodes.sim.cli import flush_policy
 from nodes.sim.cluster import run_seed
 from nodes.sim.many import MIXES, configs
 
@@ -25,12 +26,13 @@ def _outcomes(count: int) -> list[tuple[object, ...]]:
     """What `count` seeds of the default rotation and one async seed with a violation did:
     all of it that could tell two runs apart, and the violating run's report and trace."""
     out = []
-    rotation = [*configs(0, count, [3, 5, 7], list(MIXES), 4000, "sync", "fast", 3),
-                [*configs(0, ASYNC_LOSS + 1, [3, 5, 7], list(MIXES), 4000, "async", "fast", 3)][-1]]
+    sync, asynchronous = flush_policy("sync"), flush_policy("async")
+    rotation = [*configs(0, count, [3, 5, 7], list(MIXES), 4000, sync, "fast", 3),
+                [*configs(0, ASYNC_LOSS + 1, [3, 5, 7], list(MIXES), 4000, asynchronous, "fast", 3)][-1]]
     for c in rotation:
         r = run_seed(c)
-        out.append((c.seed, c.flush, r.steps, r.sim_ms, sorted(r.stats.items()), sorted(r.coverage.items()),
-                    r.violation and (r.summary(), r.trace)))
+        out.append((c.seed, c.durability.flag, r.steps, r.sim_ms, sorted(r.stats.items()),
+                    sorted(r.coverage.items()), r.violation and (r.summary(), r.trace)))
     return out
 
 

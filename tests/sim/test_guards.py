@@ -25,6 +25,7 @@ from nodes.logview import LogView
 from nodes.messages import PushRequest, PushType, ResponseCode, VoteRequest, VoteResult
 from nodes.reads import Confirmations
 from nodes.replication import Dispatcher, PushOutcome
+from nodes.sim.cli import flush_policy
 from nodes.sim.cluster import SimResult
 from nodes.sim.handoffs import handoffs_in
 from nodes.store.entryscan import StoredEntry
@@ -36,6 +37,7 @@ Patch = Callable[[pytest.MonkeyPatch], None]
 
 LOST = {"state machine safety", "leader completeness", "committed entry lost", "acknowledged append"}
 DIVERGED = LOST | {"log matching"}
+ASYNC = flush_policy("async")  # DLedger's async flush
 
 
 @dataclass(frozen=True)
@@ -291,7 +293,7 @@ BROKEN: dict[str, Broken] = {
         "the leader keeps the match index of a follower that lost acknowledged entries",
         _never(Dispatcher, "_lost_acknowledged"),
         DIVERGED | {"liveness"},
-        {"flush": "async", "faults": "powerloss,loss,dup"},  # followers lose what they acknowledged
+        {"durability": ASYNC, "faults": "powerloss,loss,dup"},  # followers lose what they acknowledged
         seeds=80,
     ),
     "push.restarted-follower": Broken(
@@ -442,7 +444,7 @@ def _key(config: dict[str, object]) -> tuple[tuple[str, object], ...]:
 
 
 # with DLedger's async flush a power loss may lose acknowledged entries anyway: no clean control
-RUN = [b for b in BROKEN.values() if b.config.get("flush") != "async"]
+RUN = [b for b in BROKEN.values() if b.config.get("durability") != ASYNC]
 CONTROLS = {key: max(b.seeds for b in RUN if _key(b.config) == key) for key in {_key(b.config) for b in RUN}}
 
 

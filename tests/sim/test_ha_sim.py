@@ -16,7 +16,9 @@ import pytest
 from nodes.ha.epochs import EpochMap
 from nodes.ha.master import Streams
 from nodes.ha.node import HaNode
+from nodes.logic import Ack
 from nodes.messages import AppendResponse, EpochStart, HaPush, HaReport, PromoteResponse, ResponseCode
+from nodes.sim.cli import flush_policy
 from nodes.sim.cluster import SimResult, run_seed
 from nodes.sim.config import SimConfig
 from nodes.sim.faults import parse_faults
@@ -62,7 +64,7 @@ def _succeeds_on_timeout(mp: pytest.MonkeyPatch) -> None:
 
     def expire(self: HaNode, now: float) -> None:
         for p in self._waiting.expired(now):
-            own_done = self.config.flush != "sync" or self._durable() >= p.last
+            own_done = self.config.ack is Ack.WRITTEN or self._durable() >= p.last
             code = ResponseCode.SUCCESS if own_done else ResponseCode.FLUSH_DISK_TIMEOUT
             self._complete(p.request_id, AppendResponse(code, self.term, p.first, p.last, self.node_id))
 
@@ -180,7 +182,7 @@ def test_a_fault_the_mode_lacks_is_refused() -> None:
 
 
 def test_the_default_rotation_runs_a_master_slave_seed_in_eight_over_every_size_and_mix() -> None:
-    rotation = list(configs(0, 120, [3, 5, 7], list(MIXES), 4000, "sync", "fast", 3))
+    rotation = list(configs(0, 120, [3, 5, 7], list(MIXES), 4000, flush_policy("sync"), "fast", 3))
     ha = [c for c in rotation if c.mode != "dledger"]
     assert [c.seed for c in ha] == list(range(7, 120, 8)) and {c.mode for c in ha} == {SYNC}
     assert len({(c.nodes, c.faults) for c in ha}) == 3 * len(MIXES)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from nodes.sim import many
+from nodes.sim.cli import flush_policy
 from nodes.sim.cluster import TAKE_VOTE_MS, TRANSFER_TIMEOUTS, run_seed
 from nodes.sim.config import SimConfig
 from nodes.sim.faults import parse_faults
@@ -72,7 +73,7 @@ def test_simulate_many_reports_who_led_the_handed_over_terms(
     )
     assert many.run(args) == 0
     expected = Counter[str]()
-    for config in many.configs(0, 4, [3, 5], ["transfer"], 2000, "sync", "fast", 3):
+    for config in many.configs(0, 4, [3, 5], ["transfer"], 2000, flush_policy("sync"), "fast", 3):
         expected += _handoffs(config)
     assert handoff_line(expected) in capsys.readouterr().out.splitlines()
     figures = json.loads(out.read_text())["handoffs"]

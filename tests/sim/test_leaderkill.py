@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from nodes.core import Ready
 from nodes.election import Role
+from nodes.logic import Ready
 from nodes.sim.cluster import Simulation
 from nodes.sim.config import SimConfig
 from nodes.sim.faults import KILL_AFTER_MS, KILL_DOWN_MS

@@ -15,6 +15,7 @@ from nodes.core import Core
 from nodes.election import Role
 from nodes.messages import ReadMode
 from nodes.sim import many
+from nodes.sim.cli import flush_policy
 from nodes.sim.cli import run as simulate_run
 from nodes.sim.cluster import run_seed
 from nodes.sim.config import SimConfig
@@ -50,10 +51,10 @@ def test_async_flush_loses_committed_entries_on_power_loss_and_sync_never_does()
     losses = []
     for seed in range(60):
         cfg = dict(seed=seed, nodes=3, faults=("powerloss",), steps=3000)
-        result = run_seed(SimConfig(flush="async", **cfg))
+        result = run_seed(SimConfig(durability=flush_policy("async"), **cfg))
         if result.violation is not None:
             losses.append(result.violation.kind)
-            assert run_seed(SimConfig(flush="sync", **cfg)).violation is None
+            assert run_seed(SimConfig(durability=flush_policy("sync"), **cfg)).violation is None
     assert losses, "async flush with power loss never lost a committed entry in 60 seeds"
     assert set(losses) <= {"leader completeness", "state machine safety", "committed entry lost"}
 

@@ -13,16 +13,16 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
-from nodes.core import Ready
 from nodes.driver import Driver
 from nodes.ha.config import BrokerRole, HaConfig
 from nodes.ha.node import HaNode
+from nodes.logic import Ack, Flusher, Ready
 from nodes.messages import ClientResponse, HaReport, PeerMessage
 from nodes.store.memstore import MemStore
 from nodes.store.termfile import load_term
 
 FAST = {"report_interval_ms": 100.0, "heartbeat_ms": 50.0, "housekeeping_ms": 500.0, "resend_ms": 100.0,
-        "sync_timeout_ms": 1000.0, "flush": "async"}
+        "sync_timeout_ms": 1000.0, "ack": Ack.WRITTEN}
 
 
 class _Host:
@@ -88,7 +88,8 @@ class HaGroup:
         node = HaNode(name, self.names, self.stores[name], self.configs[name], state.term, state.vote_for,
                       self.now)
         self.nodes[name] = node
-        self.drivers[name] = Driver(node, self.stores[name], data, state, "sync", _Host(self, name))
+        host = _Host(self, name)
+        self.drivers[name] = Driver(node, self.stores[name], data, state, Flusher.GROUP_COMMIT, host)
         self.drivers[name].drive()
         return node
 
