@@ -72,7 +72,11 @@ def covered(t: Tables) -> DataFrame:
 def _groups(t: Tables) -> DataFrame:
     """Every fact about an id (its append, what reads, consumes and final logs claim, where the
     cluster's final log holds it, whether the history shows it lost) grouped by (hid, id), with
-    `lost`."""
+    `lost`; cached for the run (`by_id` and `lost_where` both read it)."""
+    return t.derived("groups by id", lambda: _grouped(t))
+
+
+def _grouped(t: Tables) -> DataFrame:
     appended = t.appends.select("hid", "id", append_ref().alias("app"))
     history_sources = F.col("source").isin("read", "consume", "observed")
     claimed = _named_claims(t).select(

@@ -6,7 +6,8 @@ can find them in history.jsonl.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -25,11 +26,22 @@ class Tables:
     history: History
     finals: FinalLogs
     linearizable: frozenset[int] = frozenset()
+    _derived: dict[str, DataFrame] = field(default_factory=dict, repr=False)
 
     def unpersist(self) -> None:
         """Drop every cached DataFrame of this check run."""
         self.history.unpersist()
         self.finals.unpersist()
+        for frame in self._derived.values():
+            frame.unpersist()
+        self._derived.clear()
+
+    def derived(self, name: str, build: Callable[[], DataFrame]) -> DataFrame:
+        """The table `name`, built by `build` the first time and cached for the rest of the run:
+        for what more than one pass reads (the first job that computes it fills the cache)."""
+        if name not in self._derived:
+            self._derived[name] = build().persist()
+        return self._derived[name]
 
     @property
     def appends(self) -> DataFrame:
