@@ -3,8 +3,9 @@ harness, nemesis and checker.
 
 Jepsen's NATS 2.12.1 analysis: JetStream acknowledges a publish before it fsyncs, so when every
 node loses power at once acknowledged messages are gone (a must-fail control: the sweep's
-`nats-power-loss-3n-all-nodes`); with `sync_interval: always` they survive
-(`nats-power-loss-3n-all-nodes-always`). Both runs are the sweep's cells (seed 4).
+`nats-power-loss-3n-all-nodes`); with `sync_interval: always` they survive, and its consumer
+reads them all in order (`nats-power-loss-3n-all-nodes-always`). Both runs are the sweep's cells
+(seed 4); etcd's must-pass (`etcd-partition-3n`) is one of tests/chaos/test_sweep_cells.py's.
 """
 
 from __future__ import annotations
@@ -52,3 +53,6 @@ def test_nats_with_sync_interval_always_keeps_every_acknowledged_message(cell_ru
     acked = test["client_outcomes"]["ok"]
     finals = test["final_logs"]
     assert acked > 100 and all(isinstance(n, int) and n > 0 for n in finals.values()), finals
+    assert test["consumers"] == 1 and test["consume_outcomes"]["ok"] > 0, test["consume_outcomes"]
+    assert all(verdict["checks"][name]["valid"] is True
+               for name in ("consumed-then-lost", "consume-divergence", "skipped-offset")), verdict["checks"]
