@@ -151,8 +151,16 @@ class Nats(System):
                     info = js.info(stream)
             except ClientError:
                 return False
-            seen.update(leader=info.leader, last_seq=info.last_seq,
-                        lagging={r.name: r.lag for r in info.replicas if not r.current or r.lag})
+            lagging = {r.name: r.lag for r in info.replicas if not r.current or r.lag}
+            # The leader reports a restarted replica current before it has caught up (seen after a
+            # damaged message block): each server's own state must reach the last seq too.
+            holders = {info.leader, *(r.name for r in info.replicas)} - {None, *lagging}
+            for name in sorted(n for n in holders if n in nodes.names):
+                with contextlib.suppress(ClientError):
+                    state = replica_state(nodes.address(name), MONITOR_PORT, stream) or {}
+                    if state.get("last_seq", 0) < info.last_seq:
+                        lagging[name] = info.last_seq - state.get("last_seq", 0)
+            seen.update(leader=info.leader, last_seq=info.last_seq, lagging=lagging)
             return info.leader is not None and not seen["lagging"]
 
         with contextlib.suppress(HarnessError):

@@ -130,7 +130,7 @@ def test_acknowledged_before_fsynced_unless_always(docker_client: docker.DockerC
     20 publishes are acknowledged (the default: none at all; always: at least one a publish)."""
     counts = {}
     for label, target in (("default", cluster), ("always", always_cluster)):
-        ids = [f"{label}-{i}" for i in range(4)]
+        ids = [f"{label}-{i}" for i in range(20)]
         counts[label] = fsyncs_during(docker_client, target,
                                       lambda target=target, ids=ids: publish(js(target, "n1"), ids))
     record_property("fsyncs_per_server_during_20_acked_publishes", counts)
