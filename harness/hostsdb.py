@@ -19,10 +19,11 @@ Commands run by `sh` as the login user, or through passwordless `sudo -n` with `
 true`, with `PYTHONPATH=code_dir`; the code goes over SFTP. Teardown (always, also on
 errors and Ctrl-C) leaves nothing behind on a host this run prepared, and warns if it could
 not: it kills the node,
-the clock strobe and the packet relay, removes the CHAOS chains (filter and nat) and the
-packet qdisc, unmounts the power-loss file system, removes `data_dir`'s files and, unless
-`keep`, `code_dir`. `clean_hosts` does the same for whatever any run left (`python -m
-harness clean --hosts`), and `leftovers` lists what a host still holds.
+removes what the fault families declare they may leave (`Family.host_cleanup`: the clock
+strobe, the CHAOS chains, the packet qdisc and relay, the power-loss file system), then
+`data_dir`'s files and, unless `keep`, `code_dir`. `clean_hosts` does the same for whatever
+any run left (`python -m harness clean --hosts`), and `leftovers` lists what a host still
+holds.
 
 SSH errors: a host that refuses the login or whose host key does not match raises
 `SshRefused`; one that does not answer within its `connect_timeout` a HarnessError.
@@ -51,8 +52,8 @@ from harness.errors import HarnessError, HostsRefused, SshRefused
 from harness.image import files_hash, node_files
 from harness.inventory import HostSpec, Inventory, InventoryError
 from harness.sshnodes import SshNodes
-from nemesis import packet, partition
-from nemesis.clock import STROBE_PID
+from nemesis.base import HostCleanup
+from nemesis.catalogue import FAMILIES
 from nodes.peers import Address
 from systems.dledger import Dledger
 
@@ -115,49 +116,45 @@ def code_archive(files: Iterable[tuple[str, Path]]) -> bytes:
     return buffer.getvalue()
 
 
+def host_cleanups() -> list[HostCleanup]:
+    """What the catalogue's families may leave on a host, each mechanism once, in catalogue order."""
+    return list(dict.fromkeys(c for family in FAMILIES.values() for c in family.host_cleanup))
+
+
+def _folders(spec: HostSpec) -> str:
+    """The shell variables the snippets of `HostCleanup` use."""
+    return f"data_dir={shlex.quote(spec.data_dir)}; code_dir={shlex.quote(spec.code_dir)}"
+
+
 def cleanup_script(spec: HostSpec, run_id: str | None, keep_code: bool) -> str:
     """Remove what a run left on the host; `run_id` None: any run's. Prints one line per thing removed.
 
     Only a data_dir whose marker names the run (any run for None) is touched, and a
-    code_dir with a marker; the node is killed only if its pid still runs `nodes serve`.
+    code_dir with a marker; the node is killed only if its pid still runs `nodes serve`;
+    then each family's `HostCleanup` runs (the root ones only as root).
     """
-    root, code = shlex.quote(spec.data_dir), shlex.quote(spec.code_dir)
+    code = shlex.quote(spec.code_dir)
     wanted = shlex.quote("run=.*" if run_id is None else f"run={run_id}")
-    mountpoint = shlex.quote(f"{spec.data_dir}/data")
-    detach = ("import sys; sys.path.insert(0, sys.argv[1]); import lazyfs; lazyfs._detach(sys.argv[2]); "
-              "[p.unlink(missing_ok=True) for p in lazyfs._state_paths(sys.argv[2]).values()]")
-    jumps = "; ".join(f"while iptables -w 5 -D {hook} -j {partition.CHAIN} 2>/dev/null; do :; done"
-                      for hook in ("INPUT", "OUTPUT"))
+    families = "".join(f"  {c.clean}\n" for c in host_cleanups() if not c.root)
+    as_root = "".join(f"    {c.clean}\n" for c in host_cleanups() if c.root)
+    if as_root:
+        families += f'  if [ "$(id -u)" = 0 ]; then\n{as_root}  fi\n'
     code_rm = "" if keep_code else (f'if [ -f {code}/{MARKER} ]; then rm -rf {code} && '
                                     f'echo "removed {spec.code_dir}"; fi')
     return f"""
-root={root}; marker="$root/{MARKER}"
+{_folders(spec)}; marker="$data_dir/{MARKER}"
 if [ -f "$marker" ] && grep -qx {wanted} "$marker"; then
-  if [ -f "$root/node.pid" ]; then
-    pid=$(cat "$root/node.pid")
+  if [ -f "$data_dir/node.pid" ]; then
+    pid=$(cat "$data_dir/node.pid")
     if ps -o args= -p "$pid" 2>/dev/null | grep -q 'nodes serve'; then
       kill -CONT "$pid" 2>/dev/null; kill -KILL "$pid" 2>/dev/null
       for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
       echo "killed the node (pid $pid)"
     fi
   fi
-  if [ -f {STROBE_PID} ]; then
-    kill "$(cat {STROBE_PID})" 2>/dev/null; rm -f {STROBE_PID}; echo "stopped the clock strobe"
-  fi
-  if [ -d /run/lazyfs ] && [ -f {code}/agents/lazyfs.py ]; then
-    grep -qs " {mountpoint} fuse" /proc/mounts && echo "unmounted the power-loss file system"
-    python3 -c {shlex.quote(detach)} {code}/agents {mountpoint}
-    rmdir /run/lazyfs 2>/dev/null
-  fi
-  if [ "$(id -u)" = 0 ]; then
-    ({packet.clean_command()}) >/dev/null 2>&1
-    if iptables -w 5 -S {partition.CHAIN} >/dev/null 2>&1; then
-      {jumps}; iptables -w 5 -F {partition.CHAIN}; iptables -w 5 -X {partition.CHAIN}
-      echo "removed the iptables chain {partition.CHAIN}"
-    fi
-  fi
-  rm -rf "$root/data" "$root/log" "$root/store" "$root/node.pid"
-  if grep -qx created=1 "$marker"; then rm -f "$marker"; rmdir "$root" 2>/dev/null; else rm -f "$marker"; fi
+{families}  rm -rf "$data_dir/data" "$data_dir/log" "$data_dir/store" "$data_dir/node.pid"
+  if grep -qx created=1 "$marker"; then rm -f "$marker"; rmdir "$data_dir" 2>/dev/null
+  else rm -f "$marker"; fi
   echo "removed the files in {spec.data_dir}"
 fi
 {code_rm}
@@ -166,24 +163,24 @@ true
 
 
 def leftovers_script(spec: HostSpec) -> str:
-    """Prints one line per thing of the harness still on the host; nothing when it is clean."""
+    """Prints one line per thing of the harness still on the host (a /run/dledger-* file no family
+    declares too); nothing when it is clean."""
+    families = "\n".join(c.listing for c in host_cleanups())
     return f"""
+{_folders(spec)}
 pgrep -af '[n]odes serve' | sed 's/^/node process: /'
-pgrep -af '[a]gents/(relay|lazyfs).py' | sed 's/^/agent process: /'
-iptables -w 5 -S 2>/dev/null | grep -- CHAOS | sed 's/^/iptables: /'
-iptables -w 5 -t nat -S 2>/dev/null | grep -- CHAOS | sed 's/^/iptables nat: /'
-tc qdisc show 2>/dev/null | grep ' {packet.QDISC}: ' | sed 's/^/qdisc: /'
-grep -s lazyfs /proc/mounts | sed 's/^/mount: /'
-ls -d /run/dledger-* /run/lazyfs/* 2>/dev/null | sed 's/^/file: /'
-[ -e {shlex.quote(spec.data_dir)} ] && echo "data_dir: {spec.data_dir}"
-[ -e {shlex.quote(spec.code_dir)} ] && echo "code_dir: {spec.code_dir}"
+{families}
+ls -d /run/dledger-* 2>/dev/null | sed 's/^/file: /'
+[ -e "$data_dir" ] && echo "data_dir: {spec.data_dir}"
+[ -e "$code_dir" ] && echo "code_dir: {spec.code_dir}"
 true
 """
 
 
 def leftovers(ssh: Ssh, spec: HostSpec) -> list[str]:
     """What of the harness is still on the host (processes, rules, qdiscs, mounts, files, folders)."""
-    return [line for line in ssh.check(leftovers_script(spec), 30).splitlines() if line.strip()]
+    lines = ssh.check(leftovers_script(spec), 30).splitlines()
+    return list(dict.fromkeys(line for line in lines if line.strip()))  # a family's file is also a /run one
 
 
 def _each(hosts: Iterable[HostSpec], action: Callable[[HostSpec], None]) -> dict[str, BaseException]:

@@ -167,6 +167,21 @@ class Option:
 
 
 @dataclass(frozen=True)
+class HostCleanup:
+    """One mechanism a family may leave on a machine of an inventory from any run, for `harness.hostsdb`.
+
+    `clean`: one line of shell that removes it, idempotent, printing a line per thing removed;
+    `root`: `clean` runs only as root; `listing`: shell that prints one line per leftover, by kind
+    (`iptables: `, `qdisc: `, `mount: `, `agent process: `, `file: `). Both run with `$data_dir`
+    and `$code_dir` set to the host's folders. Families sharing a mechanism share its value.
+    """
+
+    clean: str
+    listing: str
+    root: bool = False
+
+
+@dataclass(frozen=True)
 class Family:
     """Everything about one fault family; see the module doc.
 
@@ -183,6 +198,8 @@ class Family:
     `steps_clocks`: the family may step node clocks, outside the bounded drift lease reads rest
     on, so a `mixed` run sends no lease read while it is in force (an explicit `--read-mode
     lease` run still does); a start value with `"stepped_clock": false` says this one did not.
+    `host_cleanup`: what its faults may leave on a node's machine outside the node's files
+    (chains, qdiscs, mounts, processes, files in /run); () for none.
     """
 
     name: str
@@ -197,6 +214,7 @@ class Family:
     needs: frozenset[str] = field(default_factory=frozenset)
     in_all: bool = True
     steps_clocks: bool = False
+    host_cleanup: tuple[HostCleanup, ...] = ()
 
     @property
     def instant(self) -> bool:

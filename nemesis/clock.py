@@ -19,12 +19,17 @@ import random
 import shlex
 from typing import Any
 
-from nemesis.base import Family, Nodes, Option, comma_list, positive
+from nemesis.base import Family, HostCleanup, Nodes, Option, comma_list, positive
 from nemesis.targets import pick, targets_option
 from nodes.clock import OFFSET_FILE
 
 STROBE_PID = "/run/dledger-clock-strobe.pid"
 MODES = ("bump", "strobe")
+# A strobe loop left running (its offset file is in the node's data dir).
+STROBE_CLEANUP = HostCleanup(
+    clean=f'if [ -f {STROBE_PID} ]; then kill "$(cat {STROBE_PID})" 2>/dev/null; rm -f {STROBE_PID}; '
+          'echo "stopped the clock strobe"; fi',
+    listing=f"ls -d {STROBE_PID} 2>/dev/null | sed 's/^/file: /'")
 
 
 
@@ -112,4 +117,5 @@ CLOCK = Family(
         Option("clock-strobe-ms", "100", "how long a strobing clock stays at each offset, ms",
                parse=positive),
     ),
-    weight=1.0, needs=frozenset({"root"}))  # the strobe loop's pid file is in /run
+    weight=1.0, needs=frozenset({"root"}),  # the strobe loop's pid file is in /run
+    host_cleanup=(STROBE_CLEANUP,))

@@ -26,7 +26,7 @@ from typing import Any
 
 from nemesis import grudge
 from nemesis.base import Family, Nodes
-from nemesis.partition import apply_grudge, heal_all, lift_grudge, rules_left
+from nemesis.partition import CHAIN_CLEANUP, apply_grudge, heal_all, lift_grudge, rules_left
 from nemesis.process import ProcessFault, not_running
 from nemesis.recipes import STEP, Steps, process_leftovers
 from nemesis.targets import choose, targets_option
@@ -129,4 +129,5 @@ ISOLATE_LOSE = Family(
     make=lambda nodes, o: IsolateLose(nodes, o["recipe_step_ms"] / 1000),
     help="cut the leader (master) off from its peers for a step (clients still reach it), then lose it as "
          "lose-node does; start it again, empty, at stop",
-    options=(STEP,), weight=0.5, needs=frozenset({"root", "iptables"}), in_all=False)
+    options=(STEP,), weight=0.5, needs=frozenset({"root", "iptables"}), in_all=False,
+    host_cleanup=(CHAIN_CLEANUP,))

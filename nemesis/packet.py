@@ -30,7 +30,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from nemesis.base import Family, Nodes, Option, comma_list
+from nemesis.base import Family, HostCleanup, Nodes, Option, comma_list
 from nemesis.targets import pick, targets_option
 
 NODE_PORT = 20911  # harness.cluster.NODE_PORT; the nemesis does not import the harness
@@ -235,6 +235,16 @@ def clean_command() -> str:
 LEFTOVERS = (f"iptables -S 2>/dev/null | grep -- {CHAIN}; iptables -t nat -S 2>/dev/null | grep -- {CHAIN}; "
              f"tc qdisc show dev eth0 | grep -v ' 0: '; pgrep -af '[a]gents/relay.py'; true")
 
+# The chains, the qdisc and the relay (`clean_command`'s relay counters are not wanted here).
+PACKET_CLEANUP = HostCleanup(
+    clean=f"({clean_command()}) >/dev/null 2>&1",
+    listing=f"""iptables -w 5 -S 2>/dev/null | grep -- {CHAIN} | sed 's/^/iptables: /'
+iptables -w 5 -t nat -S 2>/dev/null | grep -- {CHAIN} | sed 's/^/iptables nat: /'
+tc qdisc show 2>/dev/null | grep ' {QDISC}: ' | sed 's/^/qdisc: /'
+pgrep -af '[a]gents/relay.py' | sed 's/^/agent process: /'
+ls -d {RELAY_PID} {RELAY_STATS} {RELAY_STATS}.tmp {RELAY_LOG} 2>/dev/null | sed 's/^/file: /'""",
+    root=True)
+
 
 class PacketFault:
     """Loss, delay, duplication, reordering and rate limits on chosen links; see the module doc."""
@@ -319,4 +329,4 @@ PACKET = Family(
         Option("packet-rate-kbit", "100", "bandwidth of a rate-limited link, kbit/s each way",
                parse=positive),
     ),
-    weight=1.0, needs=frozenset({"root", "iptables", "tc", "eth0", "agents"}))
+    weight=1.0, needs=frozenset({"root", "iptables", "tc", "eth0", "agents"}), host_cleanup=(PACKET_CLEANUP,))

@@ -22,11 +22,20 @@ import random
 from typing import Any
 
 from nemesis import grudge
-from nemesis.base import Family, Nodes, Option
+from nemesis.base import Family, HostCleanup, Nodes, Option
 
 CHAIN = "CHAOS"
 SHAPES = tuple(grudge.SHAPES)
 DEFAULT_SHAPES = "isolate-leader,leader-minority,majorities-ring,bridge,one-way"
+# The chain and its jumps, for every family that cuts links with it.
+CHAIN_CLEANUP = HostCleanup(
+    clean=f"if iptables -w 5 -S {CHAIN} >/dev/null 2>&1; then "
+          + "".join(f"while iptables -w 5 -D {hook} -j {CHAIN} 2>/dev/null; do :; done; "
+                    for hook in ("INPUT", "OUTPUT"))
+          + f"iptables -w 5 -F {CHAIN}; iptables -w 5 -X {CHAIN}; "
+          f'echo "removed the iptables chain {CHAIN}"; fi',
+    listing=f"iptables -w 5 -S 2>/dev/null | grep -E -- '(^| ){CHAIN}( |$)' | sed 's/^/iptables: /'",
+    root=True)
 
 
 def setup_chain(nodes: Nodes, node: str) -> None:
@@ -133,4 +142,4 @@ PARTITION = Family(
     help="cut the network with iptables into one of the chosen shapes",
     options=(Option("partition-shapes", DEFAULT_SHAPES,
                     f"partition shapes to draw from: {', '.join(SHAPES)}", choices=SHAPES),),
-    weight=1.0, needs=frozenset({"root", "iptables"}))
+    weight=1.0, needs=frozenset({"root", "iptables"}), host_cleanup=(CHAIN_CLEANUP,))

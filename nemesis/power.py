@@ -27,11 +27,23 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from nemesis.base import Family, Nodes
+from nemesis.base import Family, HostCleanup, Nodes
 from nemesis.targets import pick, targets_option
 
 LAZYFS = "/opt/dledger/agents/lazyfs.py"  # nemesis/agents/lazyfs.py in the node image
 CUT_LEAD_S = 0.5  # how far ahead the shared moment is set: more than a command takes under load
+STATE_DIR = "/run/lazyfs"  # the agent's STATE_DIR
+_DETACH = ("import sys; sys.path.insert(0, sys.argv[1]); import lazyfs; lazyfs._detach(sys.argv[2]); "
+           "[p.unlink(missing_ok=True) for p in lazyfs._state_paths(sys.argv[2]).values()]")
+# The file system over `$data_dir/data` (a host's node data dir), its daemon and state.
+LAZYFS_CLEANUP = HostCleanup(
+    clean=f'if [ -d {STATE_DIR} ] && [ -f "$code_dir/agents/lazyfs.py" ]; then '
+          'grep -qs " $data_dir/data fuse" /proc/mounts && echo "unmounted the power-loss file system"; '
+          f'python3 -c {shlex.quote(_DETACH)} "$code_dir/agents" "$data_dir/data"; '
+          f"rmdir {STATE_DIR} 2>/dev/null; fi",
+    listing=f"""pgrep -af '[a]gents/lazyfs.py' | sed 's/^/agent process: /'
+grep -s lazyfs /proc/mounts | sed 's/^/mount: /'
+ls -d {STATE_DIR}/* 2>/dev/null | sed 's/^/file: /'""")
 
 
 def mount_command(backing: str, mountpoint: str) -> str:
@@ -104,4 +116,4 @@ POWER_LOSS = Family(
     help="cut the targets' power: SIGKILL the node and drop every write it had not fsynced, then "
          "start it again",
     options=(targets_option("power-loss", "all,majority,minority,one"),), weight=0.5,
-    needs=frozenset({"fuse", "root", "agents"}))
+    needs=frozenset({"fuse", "root", "agents"}), host_cleanup=(LAZYFS_CLEANUP,))

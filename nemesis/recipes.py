@@ -38,8 +38,8 @@ from typing import Any
 
 from nemesis import grudge
 from nemesis.base import Family, Nodes, Option, comma_list, positive
-from nemesis.clock import ClockFault
-from nemesis.partition import apply_grudge, clog, heal_all, lift_grudge, rules_left, unclog
+from nemesis.clock import STROBE_CLEANUP, ClockFault
+from nemesis.partition import CHAIN_CLEANUP, apply_grudge, clog, heal_all, lift_grudge, rules_left, unclog
 from nemesis.targets import choose
 
 LEADER_WAIT_S = 5.0
@@ -306,7 +306,7 @@ PART_KILL = Family(
     make=lambda nodes, options: PartKillFault(nodes, _step_s(options)),
     help="partition a minority off, crash a node of the majority, heal so the stale minority joins the "
          "new majority; restart the crashed node at stop",
-    options=(STEP,), weight=0.5, needs=frozenset({"root", "iptables"}))
+    options=(STEP,), weight=0.5, needs=frozenset({"root", "iptables"}), host_cleanup=(CHAIN_CLEANUP,))
 
 STALE_LEADER = Family(
     name="stale-leader", label="stale leader", start_f="start-stale-leader", stop_f="stop-stale-leader",
@@ -320,11 +320,12 @@ STALE_LEADER = Family(
              Option("stale-leader-ms", "12000", "clock mode: the leader's clock goes back a quarter to all "
                     "of this, ms; its timers stay frozen that long (clients first time out on it, then "
                     "write to the new leader while it is still stale)", parse=positive)),
-    weight=0.5, needs=frozenset({"root", "iptables"}), steps_clocks=True)
+    weight=0.5, needs=frozenset({"root", "iptables"}), steps_clocks=True,
+    host_cleanup=(CHAIN_CLEANUP, STROBE_CLEANUP))  # its clock heal kills a strobe too
 
 SWIZZLE_CLOG = Family(
     name="swizzle-clog", label="swizzle clog", start_f="start-swizzle-clog", stop_f="stop-swizzle-clog",
     make=lambda nodes, options: SwizzleClogFault(nodes, _step_s(options)),
     help="clog a majority or more of the nodes one by one (all traffic to and from each dropped), "
          "unclog them in a random order at stop",
-    options=(STEP,), weight=0.5, needs=frozenset({"root", "iptables"}))
+    options=(STEP,), weight=0.5, needs=frozenset({"root", "iptables"}), host_cleanup=(CHAIN_CLEANUP,))
