@@ -47,7 +47,7 @@ def leftovers(run_id: str) -> list[str]:
 # What make test runs: both must-fail controls, the three designs under one fault, every family at once.
 MAKE_TEST_CELLS = ("dledger-power-loss-async-3n-all-nodes", "master-slave-async-isolate-lose-sync-3n",
                    "master-slave-sync-isolate-lose-sync-3n", "dledger-isolate-lose-sync-3n",
-                   "dledger-all-sync-3n", "etcd-partition-3n")
+                   "dledger-all-sync-3n", "etcd-kill+partition+pause+churn-5n")
 SEED = 4
 # Cells run through `harness nightly --only NAME` instead of in this process: the nightly command's
 # own end-to-end test (tests/chaos/test_nightly_run.py) reads that sweep's folder, the cells' tests

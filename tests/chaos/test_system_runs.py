@@ -5,7 +5,7 @@ Jepsen's NATS 2.12.1 analysis: JetStream acknowledges a publish before it fsyncs
 node loses power at once acknowledged messages are gone (a must-fail control: the sweep's
 `nats-power-loss-3n-all-nodes`); with `sync_interval: always` they survive, and its consumer
 reads them all in order (`nats-power-loss-3n-all-nodes-always`). Both runs are the sweep's cells
-(seed 4); etcd's must-pass (`etcd-partition-3n`) is one of tests/chaos/test_sweep_cells.py's.
+(seed 4); etcd's must-pass (`etcd-kill+partition+pause+churn-5n`) is one of tests/chaos/test_sweep_cells.py's.
 """
 
 from __future__ import annotations
