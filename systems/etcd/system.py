@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.consumers import BATCH, Pulled
+from harness.consumers import BATCH, Consumed, Pulled
 from harness.errors import HarnessError
 from harness.system import KERNEL_CLOCK, OUR_NODE_ONLY, Finish, System, write_final_log
 from harness.wait import wait_for
@@ -155,7 +155,7 @@ class EtcdPuller:
 
     def pull(self, offset: int, node: str) -> Pulled:
         done = self.client.read(offset, offset + BATCH - 1, node=node, serializable=True)
-        entries: list[tuple[int, str | None]] = list(done.entries)
+        entries: list[Consumed] = list(done.entries)
         following = entries[-1][0] + 1 if entries else offset
         return Pulled(entries, following, None, done.node, None, None)
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from harness.consumers import BATCH, Pulled
+from harness.consumers import BATCH, Consumed, Pulled
 from harness.errors import HarnessError
 from harness.system import KERNEL_CLOCK, OUR_NODE_ONLY, Finish, System, write_final_log
 from harness.wait import wait_for
@@ -157,9 +157,10 @@ class Nats(System):
             holders = {info.leader, *(r.name for r in info.replicas)} - {None, *lagging}
             for name in sorted(n for n in holders if n in nodes.names):
                 with contextlib.suppress(ClientError):
-                    state = replica_state(nodes.address(name), MONITOR_PORT, stream) or {}
-                    if state.get("last_seq", 0) < info.last_seq:
-                        lagging[name] = info.last_seq - state.get("last_seq", 0)
+                    behind = info.last_seq - (replica_state(nodes.address(name), MONITOR_PORT, stream)
+                                              or {}).get("last_seq", 0)
+                    if behind > 0:
+                        lagging[name] = behind
             seen.update(leader=info.leader, last_seq=info.last_seq, lagging=lagging)
             return info.leader is not None and not seen["lagging"]
 
@@ -208,6 +209,17 @@ def from_args(args: Any) -> Nats:
     return Nats(args.nats_sync_interval)
 
 
+def held(js: JetStream, stream: str, first: int, last: int, direct: bool = False) -> list[Consumed]:
+    """Log indexes `first..last` (seqs `first + 1 ..`) as `(log_index, Nats-Msg-Id)`, up to the first
+    seq the stream does not hold; `direct`: answered by a replica (`DIRECT.GET`)."""
+    found: list[Consumed] = []
+    for message in js.get_many(stream, range(first + 1, last + 2), direct):
+        if message is None:
+            break
+        found.append((message.log_index, message.msg_id or payload_id(message.data)))
+    return found
+
+
 class NatsLog:
     """The workers' `harness.workload.LogClient` on one server at a time (the next after a failure):
     a publish with `Nats-Msg-Id` = the payload's id, reads by seq through the stream leader."""
@@ -245,12 +257,8 @@ class NatsLog:
              timeout: float | None = None) -> Served:
         """Seqs `first + 1 ..` up to `last + 1` or the first the stream does not hold (`to` says where)."""
         js = self._server()
-        entries: list[list[Any]] = []
         try:
-            for message in js.get_many(self.spec.name, range(first + 1, last + 2)):
-                if message is None:
-                    break
-                entries.append([message.log_index, message.msg_id or payload_id(message.data)])
+            entries = [list(entry) for entry in held(js, self.spec.name, first, last)]
         except ClientError:
             self._failed()
             raise
@@ -283,13 +291,9 @@ class NatsPuller:
 
     def pull(self, offset: int, node: str) -> Pulled:
         js = self._server(node)
-        entries: list[tuple[int, str | None]] = []
         end = leader = None
         try:
-            for message in js.get_many(self.spec.name, range(offset + 1, offset + BATCH + 1), direct=True):
-                if message is None:
-                    break
-                entries.append((message.log_index, message.msg_id or payload_id(message.data)))
+            entries = held(js, self.spec.name, offset, offset + BATCH - 1, direct=True)
             if not entries:
                 info = js.info(self.spec.name)
                 end, leader = info.last_seq - 1, info.leader
