@@ -27,12 +27,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from nemesis.agents.lazyfs import STATE_DIR
 from nemesis.base import Family, HostCleanup, Nodes
 from nemesis.targets import pick, targets_option
 
 LAZYFS = "/opt/dledger/agents/lazyfs.py"  # nemesis/agents/lazyfs.py in the node image
 CUT_LEAD_S = 0.5  # how far ahead the shared moment is set: more than a command takes under load
-STATE_DIR = "/run/lazyfs"  # the agent's STATE_DIR
 _DETACH = ("import sys; sys.path.insert(0, sys.argv[1]); import lazyfs; lazyfs._detach(sys.argv[2]); "
            "[p.unlink(missing_ok=True) for p in lazyfs._state_paths(sys.argv[2]).values()]")
 # The file system over `$data_dir/data` (a host's node data dir), its daemon and state.
