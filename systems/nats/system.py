@@ -140,7 +140,7 @@ class Nats(System):
     def finish(self, nodes: SshNodes, final_dir: Path, catch_up_s: float, op_timeout: float) -> Finish:
         started = time.monotonic()
         stream = spec_for(len(nodes.names)).name
-        seen: dict[str, Any] = {"leader": None, "last_seq": None, "lagging": {}}
+        seen: dict[str, Any] = {"leader": None, "last_seq": None, "lagging": {}, "ahead": {}}
 
         def current() -> bool:
             leader = self.leader(nodes, op_timeout)
@@ -154,23 +154,29 @@ class Nats(System):
             lagging = {r.name: r.lag for r in info.replicas if not r.current or r.lag}
             # The leader reports a restarted replica current before it has caught up (seen after a
             # damaged message block): each server's own state must reach the last seq too.
+            # A restarted server may answer for a leadership it lost while down, with its own stale
+            # last seq (seen in CI): a replica holding more than that answer says it is stale.
             holders = {info.leader, *(r.name for r in info.replicas)} - {None, *lagging}
+            ahead: dict[str, int] = {}
             for name in sorted(n for n in holders if n in nodes.names):
                 with contextlib.suppress(ClientError):
                     behind = info.last_seq - (replica_state(nodes.address(name), MONITOR_PORT, stream)
                                               or {}).get("last_seq", 0)
                     if behind > 0:
                         lagging[name] = behind
-            seen.update(leader=info.leader, last_seq=info.last_seq, lagging=lagging)
-            return info.leader is not None and not seen["lagging"]
+                    elif behind < 0:
+                        ahead[name] = -behind
+            seen.update(leader=info.leader, last_seq=info.last_seq, lagging=lagging, ahead=ahead)
+            return info.leader is not None and not lagging and not ahead
 
         with contextlib.suppress(HarnessError):
             wait_for(current, catch_up_s, "catch-up", interval=0.2)
         # A direct get is answered by a current replica, the asked server's own when it is one: with
         # every replica current each final log is that server's; otherwise another may have answered.
-        exact = seen["leader"] is not None and not seen["lagging"]
+        exact = seen["leader"] is not None and not seen["lagging"] and not seen["ahead"]
         catch_up = {"leader": seen["leader"], "commit_index": None if seen["last_seq"] is None
                     else seen["last_seq"] - 1, "lagging": seen["lagging"],
+                    **({"ahead_of_leader": seen["ahead"]} if seen["ahead"] else {}),
                     "seconds": round(time.monotonic() - started, 3),
                     "final_reads": "each server's own replica" if exact else
                     "a current replica per server (some were not: it may not be that server's own)"}
@@ -182,7 +188,7 @@ class Nats(System):
             try:
                 state = replica_state(nodes.address(name), MONITOR_PORT, stream)
                 replicas[name] = state or "no replica"
-                last_seq = (state or {}).get("last_seq", 0) if seen["last_seq"] is None else seen["last_seq"]
+                last_seq = max((state or {}).get("last_seq", 0), seen["last_seq"] or 0)
                 outcomes[name] = self._final(nodes, name, stream, last_seq if state else 0, path, timeout)
             except ClientError as e:
                 path.unlink(missing_ok=True)
