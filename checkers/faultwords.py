@@ -1,6 +1,6 @@
 """A fault's detail in words, for the report's fault table.
 
-The detail is the fault's history value less its targets (harness.faultlog): each family
+The detail is the fault's history value less its targets (checkers.faultlog): each family
 adds its own keys (docs/formats.md, "Nemesis lines"). The keys several families share get
 words of their own: a partition's shape and who is cut off from whom, a clock fault's offset
 per node, a packet fault's magnitudes and links, the target spec a node fault drew its victims

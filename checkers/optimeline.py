@@ -1,6 +1,7 @@
 """`timeline.html`: every client op of a run in its process lane over time, with fault bands and witnesses.
 
-One streaming pass over `history.jsonl` (memory flat in the history's length) writes:
+`OpTimeline` listens to the run's one pass over `history.jsonl` (`checkers.runreader`; memory
+flat in the history's length) and writes:
 
 * `timeline/chunk-NNNNN.js`: the ops, `CHUNK_OPS` completed ops a file, in columns; each
   file calls `TL.chunk(k, columns)`, so the page loads them with `<script src>` on demand,
@@ -24,10 +25,11 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader
 
-from checkers.jsonlines import NEMESIS, history_line_problem, records
+from checkers.faultperiods import FaultPairing, FaultPeriod
+from checkers.jsonlines import NEMESIS
 from checkers.layout import read_json_object
-from checkers.timeline import FaultPairing, Timeline
-from checkers.witnesses import HISTORY_KEYS, named
+from checkers.runreader import Line, RunReader
+from checkers.witnesses import HISTORY_KEYS, HistoryLookup, named
 
 CHUNK_OPS = 4000
 MAX_BINS = 2048
@@ -35,17 +37,6 @@ FIRST_BIN_US = 1000
 MAX_SAMPLES = 4096
 TYPES = ("ok", "fail", "info", "open")  # open: invoked, never completed
 CHUNK_DIR = "timeline"
-
-
-@dataclass
-class _Invoked:
-    """An invoke waiting for its completion: what the op's row needs of it."""
-
-    index: int
-    us: int
-    f: str
-    value: Any
-    node: str | None
 
 
 class _Codes:
@@ -203,7 +194,7 @@ def witnesses(results: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-def _summary(f: str, invoked: Any, done: dict[str, Any] | None) -> str:
+def _summary(f: str, invoked: Any, done: Line | None) -> str:
     """A short text for an op: what it asked, what it got, why it failed."""
     value = done.get("value") if done and done["type"] == "ok" else invoked
     if f == "append" and isinstance(value, dict):
@@ -227,71 +218,100 @@ def _summary(f: str, invoked: Any, done: dict[str, Any] | None) -> str:
     return text[:120]
 
 
-class _Writer:
-    """The streaming pass: pairs invokes with completions and feeds lanes, bins, chunks and faults."""
+class OpTimeline:
+    """The pass's part of the page: pairs feed lanes, bins, chunks (written as they fill) and samples."""
 
-    def __init__(self, folder: Path, test: dict[str, Any], wanted: set[int]) -> None:
+    def __init__(self, folder: Path, test: dict[str, Any]) -> None:
+        self.folder = folder
         concurrency = test.get("concurrency")
         self.lanes = _Lanes(concurrency if isinstance(concurrency, int) and concurrency > 0 else None)
         self.bins = _Bins()
         self.chunks = _Chunks(folder / CHUNK_DIR)
         self.samples = _Samples()
         self.fs, self.nodes = _Codes(), _Codes()
-        vocabulary = test.get("faults")
-        if not isinstance(vocabulary, dict):
-            from nemesis import catalogue
-
-            vocabulary = catalogue.vocabulary(list(catalogue.FAMILIES))
-        self.faults = FaultPairing(vocabulary)
-        self.periods = Timeline()
-        self.open: dict[Any, _Invoked] = {}
         self.nemesis: list[list[Any]] = []
-        self.wanted = wanted
-        self.times: dict[int, int] = {}
         self.lines = self.ops = self.end = 0
 
-    def line(self, op: dict[str, Any]) -> None:
-        index, us, process = op["index"], op["time"] // 1000, op["process"]
+    def on_op(self, op: Line, invoke: Line | None) -> None:
+        index, us = op["index"], op["time"] // 1000
         self.lines += 1
         self.end = max(self.end, us)
         self.samples.add(index, us)
-        if index in self.wanted:
-            self.times[index] = us
-        if process == NEMESIS:
-            self.faults.op(self.periods, op, us / 1e6)
-        if op["type"] == "invoke":
-            self.open[process] = _Invoked(index, us, op["f"], op.get("value"), op.get("node"))
-            return
-        started = self.open.pop(process, None)
-        if started is not None:
-            self._done(process, started, op, index, us)
+        if invoke is not None:
+            self._done(invoke, op, index, us)
 
-    def _done(self, process: Any, started: _Invoked, op: dict[str, Any] | None, index: int, us: int) -> None:
+    def done(self, pending: list[Line]) -> None:
+        """Ops never completed last until the end of the history."""
+        for invoke in pending:
+            self._done(invoke, None, -1, self.end)
+        self.chunks.flush()
+
+    def _done(self, started: Line, op: Line | None, index: int, us: int) -> None:
+        process, began = started["process"], started["time"] // 1000
         outcome = TYPES.index(op["type"]) if op else TYPES.index("open")
-        text = _summary(started.f, started.value, op)
+        text = _summary(started["f"], started.get("value"), op)
         if process == NEMESIS:
-            self.nemesis.append([started.index, index, started.us, us, started.f, TYPES[outcome], text])
+            self.nemesis.append([started["index"], index, began, us, started["f"], TYPES[outcome], text])
             return
         lane = self.lanes.lane(process)
         self.ops += 1
-        self.bins.add(lane, started.us, outcome)
-        node = (op or {}).get("node") or started.node
-        self.chunks.add(started.index, index, lane, process, self.fs(started.f), outcome,
-                        started.us, us, self.nodes(node), text)
+        self.bins.add(lane, began, outcome)
+        node = (op or {}).get("node") or started.get("node")
+        self.chunks.add(started["index"], index, lane, process, self.fs(started["f"]), outcome,
+                        began, us, self.nodes(node), text)
         if op and op["type"] == "info":
             self.lanes.retire(process)
 
-    def finish(self) -> None:
-        """Ops never completed last until the end of the history."""
-        for process, started in list(self.open.items()):
-            self._done(process, started, None, -1, self.end)
-        self.chunks.flush()
-        self.periods.end = self.end / 1e6
-        self.faults.finish(self.periods)
+    def write_page(self, test: dict[str, Any], results: dict[str, Any], faults: list[FaultPeriod],
+                   lookup: HistoryLookup) -> Path:
+        """Write `timeline.html` once the pass is done: `results`' witnesses (their ops in `lookup`)
+        and `faults` with it. It links report.html when that is there already, so write the report first."""
+        found = witnesses(results)
+        for w in found:
+            times = [t for i in w["ops"] if (t := _time_of(lookup, i)) is not None]
+            w["t"] = min(times, default=None)
+        data = {
+            "name": test.get("name") or self.folder.name,
+            "report": (self.folder / "report.html").exists(),
+            "end_us": self.end,
+            "lines": self.lines,
+            "ops": self.ops,
+            "types": TYPES,
+            "fs": self.fs.names,
+            "nodes": self.nodes.names,
+            "lanes": self.lanes.labels(),
+            "bins": self.bins.data(),
+            "chunk_dir": CHUNK_DIR,
+            "chunks": self.chunks.index,
+            "nemesis": self.nemesis,
+            "faults": [{"label": p.fault, "start": p.start, "end": p.end,
+                        "value": json.dumps(p.value, separators=(",", ":"))[:200]} for p in faults],
+            "witnesses": found,
+            "samples": self.samples.rows,
+        }
+        env = Environment(loader=PackageLoader("checkers"), autoescape=True)
+        script = resources.files("checkers").joinpath("templates/timeline.js").read_text(encoding="utf-8")
+        verdicts: dict[bool | None, str] = {True: "valid", False: "invalid"}
+        verdict = verdicts.get(results.get("valid"), "unknown")
+        if not results:
+            verdict = "not checked"
+        html = env.get_template("timeline.html.j2").render(data=data, verdict=verdict, script=script)
+        out = self.folder / "timeline.html"
+        out.write_text(html, encoding="utf-8")
+        return out
+
+
+def _time_of(lookup: HistoryLookup, index: int) -> float | None:
+    """The time (s) of history line `index`, when `lookup` holds its op."""
+    op = lookup.ops.get(index)
+    if op is None:
+        return None
+    return op.time if op.index == index else op.completed
 
 
 def write_timeline(folder: Path) -> Path:
-    """Write `timeline.html` and `timeline/` into the results folder `folder`; returns the page's path.
+    """Write `timeline.html` and `timeline/` into the results folder `folder` in a pass of its own
+    (a report writes them from the run's pass); returns the page's path.
 
     The page links report.html when it is there already, so write the report first.
     InputError when history.jsonl is missing or malformed (a torn last line is fine), or when
@@ -300,41 +320,11 @@ def write_timeline(folder: Path) -> Path:
     folder = Path(folder)
     test = read_json_object(folder / "test.json") or {}
     results = read_json_object(folder / "results.json") or {}
-    found = witnesses(results)
-    writer = _Writer(folder, test, {i for w in found for i in w["ops"]})
-    for op in records(folder / "history.jsonl", history_line_problem):
-        writer.line(op)
-    writer.finish()
-    for w in found:
-        times = [writer.times[i] for i in w["ops"] if i in writer.times]
-        w["t"] = min(times) / 1e6 if times else None
-    data = {
-        "name": test.get("name") or folder.name,
-        "report": (folder / "report.html").exists(),
-        "end_us": writer.end,
-        "lines": writer.lines,
-        "ops": writer.ops,
-        "types": TYPES,
-        "fs": writer.fs.names,
-        "nodes": writer.nodes.names,
-        "lanes": writer.lanes.labels(),
-        "bins": writer.bins.data(),
-        "chunk_dir": CHUNK_DIR,
-        "chunks": writer.chunks.index,
-        "nemesis": writer.nemesis,
-        "faults": [{"label": p.fault, "start": p.start, "end": p.end,
-                    "value": json.dumps(p.value, separators=(",", ":"))[:200]}
-                   for p in writer.periods.faults],
-        "witnesses": found,
-        "samples": writer.samples.rows,
-    }
-    env = Environment(loader=PackageLoader("checkers"), autoescape=True)
-    script = resources.files("checkers").joinpath("templates/timeline.js").read_text(encoding="utf-8")
-    verdicts: dict[bool | None, str] = {True: "valid", False: "invalid"}
-    verdict = verdicts.get(results.get("valid"), "unknown")
-    if not results:
-        verdict = "not checked"
-    html = env.get_template("timeline.html.j2").render(data=data, verdict=verdict, script=script)
-    out = folder / "timeline.html"
-    out.write_text(html, encoding="utf-8")
-    return out
+    faults, ops = FaultPairing.of(test.get("faults")), OpTimeline(folder, test)
+    reader = RunReader(folder)
+    try:
+        reader.history([faults, ops])
+        wanted = {i for w in witnesses(results) for i in w["ops"]}
+        return ops.write_page(test, results, faults.periods, reader.lookup(wanted))
+    finally:
+        reader.close()

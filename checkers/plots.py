@@ -21,8 +21,9 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.patches import Patch
 
+from checkers.faultperiods import FaultPeriod
 from checkers.nodeseries import NodeSeries
-from checkers.timeline import FaultPeriod, Timeline
+from checkers.timeline import Timeline
 
 TYPE_COLOURS = {"ok": "#2a9d8f", "fail": "#e76f51", "info": "#e9c46a"}
 FAULT_COLOURS = ["#adb5bd", "#cdb4db", "#a2d2ff", "#ffc8dd", "#bde0fe", "#ffafcc", "#d8e2dc"]

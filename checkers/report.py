@@ -2,9 +2,10 @@
 out, what the faults did and which protocol rules the nodes exercised (with a warning when the
 faults did not bite), and the plots, in one self-contained file (checkers/templates/).
 
-It renders a verdict (the one just computed, else results.json) and never re-checks: it reads
-test.json, the history once through the checker's reader (`checkers.jsonlines`), the nodes'
-events and, for the log indexes witnesses name, the final logs.
+It renders a verdict (the one just computed, else results.json) and never re-checks. What it
+shows of the history and the nodes' events comes from the run's one pass over them
+(`checkers.afterrun`: a run's own, else one made here); of the final logs, the entries at the
+log indexes witnesses name. It writes `timeline.html` from the same pass.
 """
 
 from __future__ import annotations
@@ -14,15 +15,13 @@ from typing import Any
 
 from jinja2 import ChainableUndefined, Environment, PackageLoader
 
+from checkers.afterrun import AfterRun
 from checkers.faultwords import describe
-from checkers.jsonlines import InputError, history_line_problem, records
+from checkers.jsonlines import InputError
 from checkers.layout import ResultsDir, read_json_object
-from checkers.nodeseries import NodeSeries, read_node_series
-from checkers.optimeline import write_timeline
 from checkers.plots import draw_plots
-from checkers.timeline import timeline_of
 from checkers.verdict import NOT_APPLICABLE, REGISTRY
-from checkers.witnesses import HISTORY_KEYS, HistoryLookup, final_entries, log_indexes, named, witness_views
+from checkers.witnesses import HISTORY_KEYS, final_entries, log_indexes, named, witness_views
 from nodes.coverage import RULES
 
 ABOUT = {c.name: c.about for c in REGISTRY}  # what each check looks for
@@ -57,22 +56,33 @@ def load_results(run_dir: Path) -> dict[str, Any] | None:
     return results
 
 
-def write_report(run_dir: Path, results: dict[str, Any] | None = None) -> Path:
-    """Write `report.html` and the plots' PNG files into `run_dir`, from `results` or else from
-    its results.json; returns the report's path. InputError names a missing or malformed input.
+def write_report(run_dir: Path, results: dict[str, Any] | None = None, after: AfterRun | None = None) -> Path:
+    """Write `report.html`, the plots' PNG files and `timeline.html` into `run_dir`, from `results`
+    or else its results.json, and from `after`, the run's readers with both passes done, or else
+    a pass made now; returns the report's path. InputError names a missing or malformed input.
     """
     layout = ResultsDir.open(run_dir)
-    test = read_json_object(layout.path / "test.json") or {}
     if results is None:
         results = load_results(layout.path)
+    if after is None:
+        after = AfterRun(layout.path, read_json_object(layout.path / "test.json") or {})
+        after.read_history()
+        after.read_events()
+    try:
+        return _write(layout, results, after)
+    finally:
+        after.close()
+
+
+def _write(layout: ResultsDir, results: dict[str, Any] | None, after: AfterRun) -> Path:
+    test = after.test
     checks: dict[str, dict[str, Any]] = (results or {}).get("checks", {})
-    lookup = HistoryLookup(named([c.get("witnesses", []) for c in checks.values()], HISTORY_KEYS))
-    timeline = timeline_of(lookup.watch(records(layout.history, history_line_problem)), test.get("faults"))
-    series, series_note = _node_series(layout, test)
+    lookup = after.reader.lookup(named([c.get("witnesses", []) for c in checks.values()], HISTORY_KEYS))
+    timeline = after.timeline.timeline
     finals = layout.final_logs()
     wanted = {i for c in checks.values() for w in c.get("witnesses", []) for i in log_indexes(w)}
     entries = final_entries(finals, wanted)
-    views = {name: witness_views(name, c.get("witnesses", []), lookup, entries, series)
+    views = {name: witness_views(name, c.get("witnesses", []), lookup, entries, after.series)
              for name, c in checks.items()}
     html = _environment().get_template("report.html.j2").render(
         test=test,
@@ -83,8 +93,8 @@ def write_report(run_dir: Path, results: dict[str, Any] | None = None) -> Path:
         checks=_check_rows(checks, views),
         final_nodes=sorted(finals),
         node_names=_node_names(test, finals),
-        plots=draw_plots(timeline, series, layout.path),
-        plot_notes=[series_note] if series_note else [],
+        plots=draw_plots(timeline, after.series, layout.path),
+        plot_notes=[after.series_note] if after.series_note else [],
         nemesis_ops=timeline.nemesis_ops,
         fault_log=test.get("fault_log"),
         fault_log_error=test.get("fault_log_error"),
@@ -94,7 +104,7 @@ def write_report(run_dir: Path, results: dict[str, Any] | None = None) -> Path:
     )
     out = layout.path / "report.html"
     out.write_text(html, encoding="utf-8")
-    write_timeline(layout.path)  # after the report: the timeline links back to it
+    after.ops.write_page(test, results or {}, timeline.faults, lookup)  # after the report: it links back
     return out
 
 
@@ -110,22 +120,6 @@ def _node_names(test: dict[str, Any], finals: dict[str, Any]) -> list[str]:
     """The cluster's nodes: those with a final log, else n1..nN of test.json's `nodes`."""
     count = test.get("nodes")
     return sorted(finals) or ([f"n{i}" for i in range(1, count + 1)] if isinstance(count, int) else [])
-
-
-def _node_series(layout: ResultsDir, test: dict[str, Any]) -> tuple[NodeSeries | None, str | None]:
-    """The nodes' events on the history's time line, or why there are none (for the leader and
-    commit-index plots)."""
-    logs = layout.event_logs()
-    if not logs:
-        return None, "No leader or commit-index plot: the folder has no nodes/<node>/events.jsonl."
-    wall = test.get("history_wall_ns")
-    if not isinstance(wall, int):
-        return None, ("No leader or commit-index plot: test.json has no history_wall_ns, so the "
-                      "nodes' events cannot be placed on the history's time line.")
-    series = read_node_series(logs, wall)
-    if series.unplaced:
-        return series, f"{series.unplaced} node event line(s) without real_ns could not be placed: left out."
-    return series, None
 
 
 def _verdict(results: dict[str, Any] | None, linearizable: bool) -> dict[str, Any]:

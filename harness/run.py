@@ -25,11 +25,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from checkers.afterrun import AfterRun
 from harness import flags
 from harness.cluster import connect
 from harness.consumers import Puller, start_consumers
 from harness.errors import HarnessError, HostsRefused, SshRefused
-from harness.faultlog import HistoryRead, read_history_file, run_fault_log
 from harness.generator import Mix, Slotted, nemesis_schedule
 from harness.history import History
 from harness.modes import read_choices
@@ -177,11 +177,11 @@ def run_test(args: argparse.Namespace, faults: list[str], name: str, seed: int) 
             test["duration_s"] = round(time.monotonic() - started, 3)
             if "history_wall_ns" in test:
                 try:
-                    read = run.history_read.result() if run.history_read else None
-                    test["fault_log"] = run_fault_log(run_dir, test["faults"], test["history_wall_ns"], read)
+                    test["fault_log"] = run.fault_log()
                 except (OSError, ValueError, KeyError) as e:
                     log.exception("fault log")
                     test["fault_log_error"] = str(e)
+                    run.after = None  # the report reads the files itself, and says what is wrong
             write_json(run_dir / "test.json", test)
         result = None if outcome is not None else check_run(args, run_dir, run.preload)
     finally:
@@ -189,7 +189,7 @@ def run_test(args: argparse.Namespace, faults: list[str], name: str, seed: int) 
         logging.getLogger().removeHandler(handler)
         handler.close()
     if result is not None:
-        outcome = report(run_dir, result)
+        outcome = report(run_dir, result, run.after)
     assert outcome is not None  # no exit code from the run: it was checked, and the verdict's is set
     return outcome, run_dir
 
@@ -210,12 +210,13 @@ def check_run(args: argparse.Namespace, run_dir: Path, preload: Preload | None =
     return result
 
 
-def report(run_dir: Path, result: dict[str, Any]) -> int:
-    """Write the run's report, print its path; the verdict's exit code."""
+def report(run_dir: Path, result: dict[str, Any], after: AfterRun | None) -> int:
+    """Write the run's report from its verdict and its after-run readers (None: read the files now),
+    print its path; the verdict's exit code."""
     from checkers.report import write_report
     from checkers.verdict import exit_code
 
-    print(f"report: {write_report(run_dir)}")
+    print(f"report: {write_report(run_dir, result, after)}")
     return exit_code(result["valid"])
 
 
@@ -266,7 +267,8 @@ class TestRun:
         self.test = test
         self.db: RunDb | None = None
         self.preload: Preload | None = None
-        self.history_read: Future[HistoryRead] | None = None  # the fault log's pass over the history
+        self.after: AfterRun | None = None  # the after-run readers (fault log, report): `history_written`
+        self.history_read: Future[None] | None = None  # their pass over the history
 
     def phase(self, name: str, since: float) -> None:
         self.test["phases"][name] = round(time.monotonic() - since, 3)
@@ -277,7 +279,7 @@ class TestRun:
         """Setup, workload, heal, final reads, collect; `teardown` removes the cluster after.
 
         Once the last fault is stopped (the history is complete) the history's loading for the
-        check, and the fault log's pass over it, start in the background (`history_written`);
+        check, and the after-run readers' pass over it, start in the background (`history_written`);
         the final logs' loading once the final reads are done.
         """
         args = self.args
@@ -314,12 +316,25 @@ class TestRun:
             self.phase("collect", t)
 
     def history_written(self) -> None:
-        """Start loading the history for the check, and the fault log's pass over it."""
+        """Start loading the history for the check, and the after-run readers' pass over it."""
         self.preload = Preload(self.run_dir, self.args.spark_master, self.args.witnesses)
         self.preload.ready("history")
-        reader = ThreadPoolExecutor(1, thread_name_prefix="fault-log")
-        self.history_read = reader.submit(read_history_file, self.run_dir, self.test["faults"])
+        self.after = AfterRun(self.run_dir, self.test, for_fault_log=True)
+        reader = ThreadPoolExecutor(1, thread_name_prefix="after-run")
+        self.history_read = reader.submit(self.after.read_history)
         reader.shutdown(wait=False)
+
+    def fault_log(self) -> dict[str, Any]:
+        """The fault log, from the after-run readers' pass over the history (begun by
+        `history_written`, else made now) and then over the nodes' events."""
+        if self.history_read is None:
+            self.after = AfterRun(self.run_dir, self.test, for_fault_log=True)
+            self.after.read_history()
+        else:
+            self.history_read.result()
+        assert self.after is not None
+        self.after.read_events()
+        return self.after.fault_log()
 
     def teardown(self) -> None:
         """Remove the cluster (or leave it running with `--leave-running`); safe when never set up."""

@@ -1,6 +1,9 @@
 """The fault log: what each fault did, from a history and the nodes' events (pure, no cluster)."""
 
-from harness.faultlog import fault_log
+from checkers.faultlog import fault_log
+from checkers.faultperiods import FaultPairing
+from checkers.runreader import feed
+from checkers.timeline import TimelineReader
 
 S = 1_000_000_000
 WALL = 1_700_000_000 * S
@@ -116,3 +119,23 @@ def test_consumer_stall_is_the_longest_stretch_a_consumer_got_no_answer_and_cons
     (plain,) = fault_log([op(1.0, "invoke", "nemesis", "kill"), op(1.1, "info", "nemesis", "kill", {})],
                          VOCAB, [], WALL)["faults"]
     assert "consumer_stall_s" not in plain
+
+
+def test_a_fault_never_stopped_lasts_to_the_end_of_the_history_in_the_log_as_in_the_report():
+    """An interrupted run: the kill was never stopped, the last line is a client's info. The fault
+    log's record and the report's band both end at that line (not at the last ok op)."""
+    history = [op(1.0, "invoke", "nemesis", "kill"), op(1.1, "info", "nemesis", "kill", {"targets": ["n1"]}),
+               *client(2.0, 3.0, "ok"), *client(3.5, 5.0, "info")]
+    (kill,) = fault_log(history, VOCAB, [], WALL)["faults"]
+    assert (kill["start_s"], kill["end_s"], kill["recovery_s"]) == (1.0, 5.0, None)
+    assert kill["ops"] == {"ok": 1, "fail": 0, "info": 1} and kill["longest_no_append_s"] == 2.0
+    faults = FaultPairing(VOCAB)
+    bands = TimelineReader(faults)
+    feed(history, [faults, bands])
+    assert [(p.fault, p.start, p.end) for p in bands.timeline.faults] == [("kill", 1.0, 5.0)]
+
+
+def test_a_start_that_never_completed_is_in_force_to_the_end_without_a_value():
+    history = [*client(0.5, 1.0, "ok"), op(2.0, "invoke", "nemesis", "kill"), *client(2.1, 2.6, "info")]
+    (kill,) = fault_log(history, VOCAB, [role(0.1, "n1", 1, "leader")], WALL)["faults"]
+    assert (kill["start_s"], kill["end_s"], kill["targets"], kill["leader_hit"]) == (2.0, 2.6, [], False)

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from recording import RecordingNodes
 
+from checkers.faultlog import fault_log
 from checkers.faultwords import cut, describe
-from harness.faultlog import fault_log
 from nemesis.catalogue import build, parse_options, vocabulary
 from nemesis.partition import PartitionFault
 

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from checkers.faultlog import fault_log
 from checkers.synth import Sim, simulate
-from harness.faultlog import fault_log
 from nemesis import catalogue
 
 MS = 1_000_000

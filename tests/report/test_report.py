@@ -11,8 +11,10 @@ import pytest
 
 import harness.report
 from checkers.jsonlines import InputError
-from checkers.nodeseries import Leadership, read_node_series
+from checkers.leaders import Leadership
+from checkers.nodeseries import SeriesReader
 from checkers.report import write_report
+from checkers.runreader import RunReader
 from checkers.thinning import Thinned
 from checkers.timeline import build_timeline
 from checkers.verdict import decide
@@ -99,11 +101,12 @@ def test_leaderships_end_at_the_next_role_line_or_a_later_leader(tmp_path):
                {"event": "commit", "real_ns": WALL + 5 * S, "node": "n2", "term": 2, "commit_index": 7},
                {"event": "commit", "time_ns": 1, "node": "n2", "term": 2, "commit_index": 8}],
     }
-    logs = {}
     for node, events in lines.items():
-        logs[node] = tmp_path / f"{node}.jsonl"
-        logs[node].write_text("".join(json.dumps(e) + "\n" for e in events))
-    series = read_node_series(logs, WALL)
+        (tmp_path / "nodes" / node).mkdir(parents=True)
+        (tmp_path / "nodes" / node / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    reader = SeriesReader(sorted(lines), WALL)
+    RunReader(tmp_path).events([reader])
+    series = reader.series
     assert series.leaderships == [Leadership("n1", 1, 1.0, 3.0), Leadership("n2", 2, 3.0, None)]
     assert [(t, node) for t, node, _ in series.candidacies] == [(0.5, "n1"), (2.5, "n2")]
     assert series.commits["n2"] == [(5.0, 7)] and series.unplaced == 1
