@@ -1,49 +1,30 @@
-"""The faults the simulator injects, each a start and (for most) an undo.
+"""The faults the simulator injects: one table (`CATALOGUE`), each fault a value with its hooks.
 
-partition (two groups cut apart), oneway (one group cannot reach the other), bridge (two
-groups that reach each other only through one node), loss, dup (duplication), delay
-(large jitter, so heavy reordering), crash (process kill: the page cache survives),
-powerloss (unflushed writes are lost, reordered or torn; one node, mostly one
-that has writes not yet fsynced, or sometimes every node at once), skew
-(a node's clock runs fast or slow, within the lease's drift bound), transfer (leadership
-transfer requests to whoever leads, every 20-200 ms while it lasts), leadercrash (while it
-lasts, every new leader crashes within 30 ms of its election, sometimes losing power:
-leader churn), repaircrash (while it lasts, a node that truncates its log loses power
-within 3 ms, before the truncation is on disk), pause (a process frozen, mostly the leader's,
-as by SIGSTOP or a GC pause: either within a leader's lease or long enough for another to be
-elected; what reaches it waits in its sockets until it wakes, see `nodes.sim.pause`),
-leaderkill (Jepsen's "kill the leader": a spell that kills whoever leads at once, then every
-new leader 1-40 ms after its election, mid catch-up, each back 20-300 ms later; while it
-lasts, half of a leader's pushes of its own term's entries are lost, as with leadercrash),
-votecrash (a node that stood for a term and lost it crashes, having voted for itself, and
-either comes back cut off from the leader, reaching it only through the others, or crashes
-once another follower, cut off from the leader, has stopped guarding its lease: the states
-where a restarted candidate meets a leader's lease, seed 1128's).
+Most faults are drawn from the run's generator, one every `fault_gap_ms` (`SimConfig`):
+`start` injects it, and `undo` ends it `fault_length_ms` later (a fault without an undo, a
+crash, ends by itself). The others run on a schedule and a generator of their own, seeded from
+their name and the run's seed, so adding one to a mix leaves the other faults' draws as they
+were: their `start` begins them when the run starts. `nodes.sim.nemesis` runs them, and holds
+what the lasting ones do to the nodes' elections, truncations and sends. Every list of fault
+names (FAULTS, MASTER_SLAVE_FAULTS, KNOWN, `mode_faults`) is read from the table.
 
-Master-slave mode (`nodes.sim.hamode`) has these faults but transfer and votecrash (no
-transfer, no election there), "leader" meaning the master, and one of its own: failover (the
-operator's answer to a lost master, as the harness's lose-node: kill the master, promote
-the most advanced live slave, bring the old master back later as that slave's slave).
-
-Pauses, leader kills, vote crashes and failovers are drawn from generators of their own, on
-schedules of their own, so adding them to a mix leaves the other faults' draws as they were.
+Master-slave mode (`nodes.sim.hamode`) has no transfer and no election, so neither transfer nor
+votecrash, and "leader" there means the master; failover is its own.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from nodes.sim.clock import SkewedClock
-from nodes.sim.modes import DLEDGER
-from nodes.sim.network import LinkModel, Network, between, split
+from nodes.sim.modes import DLEDGER, MASTER_ROLES, MODES
+from nodes.sim.network import LinkModel, between, split
 
-FAULTS = ("partition", "oneway", "bridge", "loss", "dup", "delay", "crash", "powerloss", "skew", "transfer",
-          "leadercrash", "repaircrash", "pause", "leaderkill", "votecrash")
-MASTER_SLAVE_FAULTS = (*(f for f in FAULTS if f not in ("transfer", "votecrash")), "failover")
-KNOWN = (*FAULTS, "failover")  # in some mode
-OWN_SCHEDULE = ("pause", "leaderkill", "votecrash", "failover")  # not drawn from the run's generator
+if TYPE_CHECKING:
+    from nodes.sim.nemesis import Nemesis
+
 PAUSE_MS = ((20.0, 250.0), (800.0, 3000.0))  # within a leader's lease, or long enough for another to lead
 PAUSE_GAP_MS = (300.0, 3000.0)  # from one pause's start to the next
 KILL_GAP_MS = (300.0, 3000.0)  # from one leader-kill spell's start to the next
@@ -54,11 +35,211 @@ VOTE_CRASH_SHARE = 0.5  # of the elections a self-voter loses, those a votecrash
 VOTE_CUT_MS = (600.0, 2000.0)  # how long a vote crash keeps its node cut off from the leader
 FAILOVER_GAP_MS = (500.0, 4000.0)  # from one failover to the next
 FAILOVER_DOWN_MS = (100.0, 2500.0)  # the old master comes back, a slave, this long after
+CRASH_DOWN_MS = (20.0, 1500.0)  # a crashed node restarts this long after
+NORMAL = LinkModel()  # how links behave without a link fault
+MASTER_SLAVE = tuple(MASTER_ROLES)
+
+
+@dataclass(frozen=True, slots=True)
+class SimFault:
+    """One fault: its name, its hooks, whether it runs on a schedule of its own, and the modes
+    it applies to. `start(nemesis, rng)` injects a drawn fault now, returning the node it acted
+    on when its undo needs it, or begins an own-scheduled one (with its own generator);
+    `undo(nemesis, node)` ends a drawn fault, None if it ends by itself."""
+
+    name: str
+    start: Callable[[Nemesis, random.Random], str | None]
+    undo: Callable[[Nemesis, str | None], None] | None = None
+    own_schedule: bool = False
+    modes: tuple[str, ...] = MODES
+
+
+def _partition(nemesis: Nemesis, rng: random.Random) -> None:
+    nemesis.network.block(between(*split(nemesis.nodes.names, rng)))
+
+
+def _oneway(nemesis: Nemesis, rng: random.Random) -> None:
+    a, b = split(nemesis.nodes.names, rng)
+    nemesis.network.block(between(a, b, both_ways=False))
+
+
+def _bridge(nemesis: Nemesis, rng: random.Random) -> None:
+    others = list(nemesis.nodes.names)
+    rng.shuffle(others)
+    others.pop()  # the bridge node keeps every link
+    if len(others) >= 2:
+        nemesis.network.block(between(*split(others, rng)))
+
+
+def _unblock(nemesis: Nemesis, _node: str | None) -> None:
+    nemesis.network.block([])
+
+
+def _loss(nemesis: Nemesis, rng: random.Random) -> None:
+    nemesis.network.model.loss = rng.uniform(0.05, 0.4)
+
+
+def _loss_ends(nemesis: Nemesis, _node: str | None) -> None:
+    nemesis.network.model.loss = NORMAL.loss
+
+
+def _dup(nemesis: Nemesis, rng: random.Random) -> None:
+    nemesis.network.model.duplicate = rng.uniform(0.05, 0.4)
+
+
+def _dup_ends(nemesis: Nemesis, _node: str | None) -> None:
+    nemesis.network.model.duplicate = NORMAL.duplicate
+
+
+def _delay(nemesis: Nemesis, rng: random.Random) -> None:
+    nemesis.network.model.jitter_ms = rng.uniform(10.0, 80.0)
+
+
+def _delay_ends(nemesis: Nemesis, _node: str | None) -> None:
+    nemesis.network.model.jitter_ms = NORMAL.jitter_ms
+
+
+def _crash(nemesis: Nemesis, rng: random.Random) -> None:
+    nodes = nemesis.nodes
+    nodes.crash(rng.choice(nodes.names), False, rng.uniform(*CRASH_DOWN_MS))
+
+
+def _power_loss(nemesis: Nemesis, rng: random.Random) -> None:
+    nodes = nemesis.nodes
+    if rng.random() < 0.7:  # one node, mostly one with writes not yet fsynced
+        dirty = nodes.dirty_nodes() if rng.random() < 0.8 else []
+        nodes.crash(rng.choice(dirty or nodes.names), True, rng.uniform(*CRASH_DOWN_MS))
+        return
+    for node in nodes.names:  # the whole cluster at once
+        nodes.crash(node, True, rng.uniform(*CRASH_DOWN_MS))
+
+
+def _skew(nemesis: Nemesis, rng: random.Random) -> str:
+    node = rng.choice(nemesis.nodes.names)
+    nemesis.nodes.clocks[node].set_rate(nemesis.loop.now, rng.uniform(0.96, 1.04))
+    return node
+
+
+def _unskew(nemesis: Nemesis, node: str | None) -> None:
+    assert node is not None
+    nemesis.nodes.clocks[node].set_rate(nemesis.loop.now, 1.0)
+
+
+def _transfers(nemesis: Nemesis, _rng: random.Random) -> None:
+    nemesis.start_transfers()
+
+
+def _transfers_end(nemesis: Nemesis, _node: str | None) -> None:
+    nemesis.transfers = False
+
+
+def _leader_crashes(nemesis: Nemesis, _rng: random.Random) -> None:
+    nemesis.leader_crashes = True
+
+
+def _leader_crashes_end(nemesis: Nemesis, _node: str | None) -> None:
+    nemesis.leader_crashes = False
+
+
+def _repair_crashes(nemesis: Nemesis, _rng: random.Random) -> None:
+    nemesis.repair_crashes = True
+
+
+def _repair_crashes_end(nemesis: Nemesis, _node: str | None) -> None:
+    nemesis.repair_crashes = False
+
+
+def _pauses(nemesis: Nemesis, rng: random.Random) -> None:
+    nemesis.repeat(PAUSE_GAP_MS, rng, _pause)
+
+
+def _pause(nemesis: Nemesis, rng: random.Random) -> None:
+    """Freeze a node, the leader four times in five when there is one, for a while."""
+    nodes = nemesis.nodes
+    leaders = nodes.leaders()
+    node = leaders[-1] if leaders and rng.random() < 0.8 else rng.choice(nodes.names)
+    nodes.pause(node, rng.uniform(*rng.choice(PAUSE_MS)), rng)
+
+
+def _leader_kills(nemesis: Nemesis, rng: random.Random) -> None:
+    nemesis.kill_rng = rng
+    nemesis.repeat(KILL_GAP_MS, rng, _kill_spell)
+
+
+def _kill_spell(nemesis: Nemesis, rng: random.Random) -> None:
+    """A leaderkill spell starts: whoever leads dies now, and so will every new leader for a while."""
+    nemesis.kill_until = nemesis.loop.now + rng.uniform(*KILL_SPELL_MS)
+    nemesis.stats["fault-leaderkill"] += 1
+    nemesis.trace.add("sim", f"leader kills until {nemesis.kill_until:.0f}")
+    for node in nemesis.nodes.leaders():
+        nemesis.kill(node, 0.0)
+
+
+def _vote_crashes(nemesis: Nemesis, rng: random.Random) -> None:
+    nemesis.vote_rng = rng
+
+
+def _failovers(nemesis: Nemesis, rng: random.Random) -> None:
+    nemesis.repeat(FAILOVER_GAP_MS, rng, _failover)
+
+
+def _failover(nemesis: Nemesis, rng: random.Random) -> None:
+    ha = nemesis.nodes.ha
+    assert ha is not None  # failover applies to master-slave runs only
+    ha.failover(rng, nemesis.workload.next_rid)
+
+
+CATALOGUE = (
+    # two groups cut apart; one group that cannot reach the other; two groups that reach each
+    # other only through one node
+    SimFault("partition", _partition, _unblock),
+    SimFault("oneway", _oneway, _unblock),
+    SimFault("bridge", _bridge, _unblock),
+    # every link loses, duplicates, or delays with large jitter (so reorders heavily)
+    SimFault("loss", _loss, _loss_ends),
+    SimFault("dup", _dup, _dup_ends),
+    SimFault("delay", _delay, _delay_ends),
+    # a process kill (the page cache survives); a power loss (unflushed writes are lost,
+    # reordered or torn: one node, mostly one with writes not yet fsynced, or every node at once)
+    SimFault("crash", _crash),
+    SimFault("powerloss", _power_loss),
+    # a node's clock runs fast or slow, within the lease's drift bound
+    SimFault("skew", _skew, _unskew),
+    # leadership transfer requests to whoever leads, every 20-200 ms while it lasts
+    SimFault("transfer", _transfers, _transfers_end, modes=(DLEDGER,)),
+    # while it lasts, every new leader crashes within 30 ms of its election, sometimes losing
+    # power (leader churn), and half of a leader's pushes of its own term's entries are lost
+    SimFault("leadercrash", _leader_crashes, _leader_crashes_end),
+    # while it lasts, a node that truncates its log loses power within 3 ms, before the
+    # truncation is on disk
+    SimFault("repaircrash", _repair_crashes, _repair_crashes_end),
+    # a process frozen, mostly the leader's, as by SIGSTOP or a GC pause: within a leader's lease
+    # or long enough for another to be elected; what reaches it waits until it wakes (`nodes.sim.pause`)
+    SimFault("pause", _pauses, own_schedule=True),
+    # Jepsen's "kill the leader": a spell kills whoever leads at once, then every new leader 1-40
+    # ms after its election, mid catch-up, each back 20-300 ms later; while it lasts, half of a
+    # leader's pushes of its own term's entries are lost, as with leadercrash
+    SimFault("leaderkill", _leader_kills, own_schedule=True),
+    # a node that stood for a term and lost it crashes, having voted for itself, and either comes
+    # back cut off from the leader, reaching it only through the others, or crashes once another
+    # follower, cut off from the leader, has stopped guarding its lease: the states where a
+    # restarted candidate meets a leader's lease (seed 1128's)
+    SimFault("votecrash", _vote_crashes, own_schedule=True, modes=(DLEDGER,)),
+    # the operator's answer to a lost master, as the harness's lose-node: kill the master, promote
+    # the most advanced live slave, bring the old master back later as that slave's slave
+    SimFault("failover", _failovers, own_schedule=True, modes=MASTER_SLAVE),
+)
+BY_NAME = {f.name: f for f in CATALOGUE}
+KNOWN = tuple(BY_NAME)  # in some mode
 
 
 def mode_faults(mode: str) -> tuple[str, ...]:
     """The faults a run of `mode` (`nodes.sim.modes`) can inject: `all` there."""
-    return FAULTS if mode == DLEDGER else MASTER_SLAVE_FAULTS
+    return tuple(f.name for f in CATALOGUE if mode in f.modes)
+
+
+FAULTS = mode_faults(DLEDGER)
+MASTER_SLAVE_FAULTS = mode_faults(MASTER_SLAVE[0])
 
 
 def parse_faults(text: str, mode: str | None = DLEDGER) -> tuple[str, ...]:
@@ -76,90 +257,3 @@ def parse_faults(text: str, mode: str | None = DLEDGER) -> tuple[str, ...]:
         raise ValueError(f"unknown fault(s) {', '.join(bad)}: use a comma list of {', '.join(KNOWN)}, "
                          "or all / none")
     return tuple(n for n in names if n in catalog)
-
-
-class FaultTarget(Protocol):
-    """What a fault acts on: the simulation exposes these."""
-
-    names: list[str]
-    network: Network
-    clocks: dict[str, SkewedClock]
-    now: float
-
-    leader_crashes: bool
-    repair_crashes: bool
-    transfers: bool
-
-    def crash(self, node: str, power_loss: bool, downtime: float) -> None: ...
-    def pause(self, node: str, duration: float) -> None: ...
-    def leaders(self) -> list[str]: ...
-    def start_transfers(self) -> None: ...
-    def dirty_nodes(self) -> list[str]: ...
-
-
-Undo = Callable[[], None] | None
-
-
-def start_fault(kind: str, sim: FaultTarget, rng: random.Random) -> Undo:
-    """Inject one fault of `kind` now; return how to undo it (None if it undoes itself)."""
-    net = sim.network
-    if kind == "partition":
-        net.block(between(*split(sim.names, rng)))
-        return _unblock(net)
-    if kind == "oneway":
-        a, b = split(sim.names, rng)
-        net.block(between(a, b, both_ways=False))
-        return _unblock(net)
-    if kind == "bridge":
-        others = list(sim.names)
-        rng.shuffle(others)
-        others.pop()  # the bridge node keeps every link
-        if len(others) >= 2:
-            net.block(between(*split(others, rng)))
-        return _unblock(net)
-    if kind in ("loss", "dup", "delay"):
-        return _link_fault(kind, net, rng)
-    if kind == "crash" or (kind == "powerloss" and rng.random() < 0.7):
-        dirty = sim.dirty_nodes() if kind == "powerloss" and rng.random() < 0.8 else []
-        sim.crash(rng.choice(dirty or sim.names), kind == "powerloss", rng.uniform(20.0, 1500.0))
-        return None
-    if kind == "powerloss":  # the whole cluster loses power at once
-        for node in sim.names:
-            sim.crash(node, True, rng.uniform(20.0, 1500.0))
-        return None
-    if kind == "skew":
-        node = rng.choice(sim.names)
-        clock = sim.clocks[node]
-        clock.set_rate(sim.now, rng.uniform(0.96, 1.04))
-        return lambda: clock.set_rate(sim.now, 1.0)
-    if kind in ("leadercrash", "repaircrash"):
-        flag = "leader_crashes" if kind == "leadercrash" else "repair_crashes"
-        setattr(sim, flag, True)
-        return lambda: setattr(sim, flag, False)
-    if kind == "transfer":
-        sim.start_transfers()
-        return lambda: setattr(sim, "transfers", False)
-    raise ValueError(f"unknown fault {kind!r}")
-
-
-def start_pause(sim: FaultTarget, rng: random.Random) -> None:
-    """Freeze a node, the leader four times in five when there is one, for a while."""
-    leaders = sim.leaders()
-    node = leaders[-1] if leaders and rng.random() < 0.8 else rng.choice(sim.names)
-    sim.pause(node, rng.uniform(*rng.choice(PAUSE_MS)))
-
-
-def _unblock(net: Network) -> Callable[[], None]:
-    return lambda: net.block([])
-
-
-def _link_fault(kind: str, net: Network, rng: random.Random) -> Callable[[], None]:
-    normal = LinkModel()
-    if kind == "loss":
-        net.model.loss = rng.uniform(0.05, 0.4)
-        return lambda: setattr(net.model, "loss", normal.loss)
-    if kind == "dup":
-        net.model.duplicate = rng.uniform(0.05, 0.4)
-        return lambda: setattr(net.model, "duplicate", normal.duplicate)
-    net.model.jitter_ms = rng.uniform(10.0, 80.0)
-    return lambda: setattr(net.model, "jitter_ms", normal.jitter_ms)

@@ -21,7 +21,7 @@ since before the master's last restart: such a slave would take an epoch that ma
 already), and only one that is running and not paused.
 
 After healing, the master (promoted or not) must take appends again and every slave catch
-up (`nodes.sim.cluster` waits for that as for a DLedger leader). The properties checked are
+up (`nodes.sim.liveness` waits for that as for a DLedger leader). The properties checked are
 in `nodes.sim.hainvariants`.
 """
 
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from nodes.election import Role
@@ -44,7 +45,7 @@ from nodes.store.logstore import LogStore
 from nodes.store.termfile import TermState, save_term
 
 if TYPE_CHECKING:
-    from nodes.sim.cluster import Simulation
+    from nodes.sim.nodes import Nodes
 
 SYNC_TIMEOUTS = (2000.0, 400.0, 100.0)  # ms a SYNC_MASTER append waits for a slave, drawn per run
 HOUSEKEEPING_MS = (3000.0, 1000.0)  # when a slave or a master counts as gone, drawn per run
@@ -59,9 +60,9 @@ class HaMode:
 
     read_modes = READ_MODES
 
-    def __init__(self, sim: Simulation, rng: random.Random) -> None:
-        cfg, names = sim.config, sim.names
-        self._sim = sim
+    def __init__(self, nodes: Nodes, rng: random.Random) -> None:
+        cfg, names = nodes.config, nodes.names
+        self._nodes = nodes
         self.flavour = MASTER_ROLES[cfg.mode]
         slave = HaConfig(
             BrokerRole.SLAVE, names[0], cfg.durability.ack,
@@ -74,45 +75,45 @@ class HaMode:
         self.configs = dict.fromkeys(names, slave)  # each node's command line
         self.configs[names[0]] = dataclasses.replace(slave, role=self.flavour, master=None)
         self.master = names[0]  # the node an operator made master last
-        self.checks = HaInvariants(sim.disks, self.flavour is BrokerRole.SYNC_MASTER, cfg.durability.ack)
-        self.rng = random.Random(f"failover-{cfg.seed}")  # failovers: their own draws and schedule
+        self.checks = HaInvariants(nodes.disks, self.flavour is BrokerRole.SYNC_MASTER, cfg.durability.ack)
         # a node answers an append by its slave wait (or its own fsync's), reads and transfers at once
         self.timeouts = (slave.sync_timeout_ms, 0.0, 0.0)
         self.liveness_ms = max(20000.0, 10 * slave.housekeeping_ms)
 
     def node(self, name: str, store: LogStore, state: TermState, now: float) -> HaNode:
         """The logic of node `name` (re)starting on `store` with its persisted epoch and master."""
-        return HaNode(name, self._sim.names, store, self.configs[name], state.term, state.vote_for, now)
+        return HaNode(name, self._nodes.names, store, self.configs[name], state.term, state.vote_for, now)
 
-    def failover(self) -> None:
+    def failover(self, rng: random.Random, next_rid: Callable[[], int]) -> None:
         """Lose the master, promote the most advanced live slave that follows the latest epoch,
-        and have the old master come back as its slave (see the module doc)."""
-        sim, rng, old = self._sim, self.rng, self.master
-        epoch = max(sim.inv.leaders, default=0)
-        candidates = {n: c.commit_index for n, c in sim.cores.items()
-                      if n != old and c is not None and c.term == epoch and n not in sim._paused}
+        and have the old master come back as its slave (see the module doc); the draws are
+        `rng`'s (failover's own), the promotion's request id `next_rid`'s."""
+        nodes, old = self._nodes, self.master
+        epoch = max(nodes.inv.leaders, default=0)
+        candidates = {n: c.commit_index for n, c in nodes.cores.items()
+                      if n != old and c is not None and c.term == epoch and n not in nodes.paused}
         if not candidates:
-            sim.stats["failover-skipped"] += 1
+            nodes.stats["failover-skipped"] += 1
             return
-        sim.stats["fault-failover"] += 1
-        sim.crash(old, rng.random() < 0.5, rng.uniform(*FAILOVER_DOWN_MS), rng)  # if it is up
+        nodes.stats["fault-failover"] += 1
+        nodes.crash(old, rng.random() < 0.5, rng.uniform(*FAILOVER_DOWN_MS), rng)  # if it is up
         chosen = max(candidates, key=lambda n: (candidates[n], n))
         lost = self.checks.on_failover(chosen, candidates)
         if lost:
-            sim.stats["failover-lost-acked"] += lost
-        node = sim.cores[chosen]
+            nodes.stats["failover-lost-acked"] += lost
+        node = nodes.cores[chosen]
         assert isinstance(node, HaNode)
-        node.client_promote(sim.next_rid(), "", sim.local(chosen))
-        sim.drain(chosen)
+        node.client_promote(next_rid(), "", nodes.local(chosen))
+        nodes.drain(chosen)
         wipe = rng.random() < 0.5
-        sim.trace.add(sim.now, sim.step, "sim", f"failover: {old} lost{' with its disk' if wipe else ''}, "
-                      f"{chosen} promoted at epoch {node.term} (offsets {candidates})")
+        nodes.trace.add("sim", f"failover: {old} lost{' with its disk' if wipe else ''}, "
+                        f"{chosen} promoted at epoch {node.term} (offsets {candidates})")
         self._demote(old, chosen, node.term, wipe)
         self.master = chosen
 
     def _demote(self, old: str, master: str, epoch: int, wipe: bool) -> None:
         """Reconfigure the stopped `old` master as a slave of `master` (which took `epoch`)."""
-        disk = self._sim.disks[old]
+        disk = self._nodes.disks[old]
         if wipe:
             disk.wipe()
             disk.fs.make_dirs(DIRECTORY)
@@ -121,7 +122,7 @@ class HaMode:
 
     def on_role(self, node: str, change: RoleChange) -> None:
         """`node` changed role (a new master's epoch is checked already)."""
-        logic = self._sim.cores[node]
+        logic = self._nodes.cores[node]
         if change.role is Role.LEADER and logic is not None:
             self.checks.on_master(node, change.term, logic.commit_index)
         else:

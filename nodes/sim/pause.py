@@ -17,12 +17,14 @@ Input = Callable[[], None]  # handling one held input, as the woken node does
 
 
 class Held:
-    """The inputs a node paused at `started` holds, per connection, until it wakes."""
+    """The inputs a node paused at `started` holds, per connection, until it wakes; `rng` is the
+    pause's own generator (the order it wakes to, how long a client waits for it)."""
 
-    __slots__ = ("_queues", "started")
+    __slots__ = ("_queues", "rng", "started")
 
-    def __init__(self, started: float) -> None:
+    def __init__(self, started: float, rng: random.Random) -> None:
         self.started = started
+        self.rng = rng
         self._queues: dict[str, list[Input]] = {}
 
     def __len__(self) -> int:
@@ -32,10 +34,11 @@ class Held:
         """An input arrived on `connection`; `handle()` handles it."""
         self._queues.setdefault(connection, []).append(handle)
 
-    def wake(self, rng: random.Random) -> list[Input]:
+    def wake(self) -> list[Input]:
         """Every held input, connections interleaved at random, each in its own order."""
         queues = [list(reversed(q)) for _, q in sorted(self._queues.items())]
         order: list[Input] = []
+        rng = self.rng
         while queues:
             i = rng.randrange(len(queues))
             order.append(queues[i].pop())

@@ -6,6 +6,7 @@ from collections import deque
 from typing import Any
 
 from nodes.messages import HaPush, HaReport, PushRequest, PushResponse
+from nodes.sim.loop import Loop
 
 
 def describe(obj: Any) -> str:
@@ -30,16 +31,18 @@ SIZE = 60  # events a violation report shows (`Simulation._result` asks for the 
 
 
 class Trace:
-    """The last `size` events as (time, step, node, what, payload).
+    """The last `size` events as (time, step, node, what, payload), stamped with `loop`'s time and step.
 
     Kept no longer than shown: each event holds on to its payload (a message, a response),
     and holding hundreds of them slows the whole run down by a few per cent."""
 
-    def __init__(self, size: int = SIZE) -> None:
+    def __init__(self, loop: Loop, size: int = SIZE) -> None:
+        self._loop = loop
         self._events: deque[tuple[float, int, str, str, Any]] = deque(maxlen=size)
 
-    def add(self, time: float, step: int, node: str, what: str, payload: Any = None) -> None:
-        self._events.append((time, step, node, what, payload))
+    def add(self, node: str, what: str, payload: Any = None) -> None:
+        loop = self._loop
+        self._events.append((loop.now, loop.step, node, what, payload))
 
     def lines(self, last: int | None = None) -> list[str]:
         events = list(self._events)[-last:] if last else list(self._events)

@@ -84,6 +84,8 @@ def test_the_simulator_imports_nothing_it_cannot_compile_but_what_is_listed() ->
     modules = compiled.modules_to_compile(compiled.PACKAGE)
     assert {"nodes.core", "nodes.driver", "nodes.sim.cluster", "nodes.sim.simfs",
             "nodes.store.mmapstore", "nodes.store.recovery", "nodes.store.termfile"} <= set(modules)
+    parts = {"loop", "nodes", "workload", "faults", "nemesis", "liveness"}  # the simulator's parts
+    assert {f"nodes.sim.{part}" for part in parts} <= set(modules)
     assert not set(modules) & set(compiled.INTERPRETED)
 
 

@@ -18,13 +18,13 @@ def test_a_woken_node_takes_every_connection_in_its_order_interleaved_at_random(
     seen: list[str] = []
     orders = set()
     for seed in range(20):
-        held = Held(0.0)
+        held = Held(0.0, random.Random(seed))
         for conn, count in (("a", 3), ("b", 2), ("timer", 1)):
             for i in range(count):
                 held.hold(conn, lambda item=f"{conn}{i}": seen.append(item))
         assert len(held) == 6
         seen.clear()
-        for handle in held.wake(random.Random(seed)):
+        for handle in held.wake():
             handle()
         assert sorted(seen) == ["a0", "a1", "a2", "b0", "b1", "timer0"]
         assert [x for x in seen if x[0] == "a"] == ["a0", "a1", "a2"]
@@ -49,10 +49,11 @@ def test_a_postponed_request_is_due_later() -> None:
 
 def _advance(sim: Simulation, until: float) -> None:
     """Run the simulation's events up to `until` ms (no healing: the fault phase)."""
-    while sim._queue and sim._queue[0][0] <= until:
-        sim.now, _, kind, node, payload = heapq.heappop(sim._queue)
-        sim.step += 1
-        sim._handlers[kind](node, payload)
+    loop = sim.loop
+    while loop.queue and loop.queue[0][0] <= until:
+        loop.now, _, kind, node, payload = heapq.heappop(loop.queue)
+        loop.step += 1
+        loop.handlers[kind](node, payload)
 
 
 @pytest.mark.parametrize("nodes", [3, 5])
@@ -60,21 +61,22 @@ def test_a_paused_leader_hears_nothing_while_another_is_elected_and_learns_of_it
     nodes: int,
 ) -> None:
     sim = Simulation(SimConfig(seed=7, nodes=nodes, faults=(), clients=2))
+    cluster = sim.nodes
     _advance(sim, 500.0)
-    [old] = sim.leaders()
-    core = sim.cores[old]
+    [old] = cluster.leaders()
+    core = cluster.cores[old]
     assert core is not None
     term, commit = core.term, core.commit_index
-    sim.pause(old, 2000.0)
-    _advance(sim, sim.now + 1900.0)
-    others = [n for n in sim.leaders() if n != old]
-    assert others, sim._roles()
-    new = sim.cores[others[0]]
+    cluster.pause(old, 2000.0, random.Random("pause-7"))
+    _advance(sim, sim.loop.now + 1900.0)
+    others = [n for n in cluster.leaders() if n != old]
+    assert others, cluster.roles()
+    new = cluster.cores[others[0]]
     assert new is not None and new.term > term and new.commit_index > commit
     assert (core.role, core.term, core.commit_index) == (Role.LEADER, term, commit)  # frozen
-    assert len(sim._paused[old]) > 0
-    _advance(sim, sim.now + 300.0)
-    assert old not in sim._paused
+    assert len(cluster.paused[old]) > 0
+    _advance(sim, sim.loop.now + 300.0)
+    assert old not in cluster.paused
     assert core.term >= new.term and core.role is not Role.LEADER
     assert sim.stats["read-info"] + sim.stats["append-info"] > 0  # clients gave up on it
 
