@@ -498,12 +498,23 @@ class Core:
             # for another in this term (DLedger lets it win) could, restarted with that vote,
             # win the same term again; it tries again in the next term instead.
             self._last_parse = ParseResult.WAIT_TO_VOTE_NEXT
-        if result is ParseResult.REVOTE_IMMEDIATELY:
+        if result is ParseResult.REVOTE_IMMEDIATELY or self._probed(result):
             self._next_vote_at = self._now
+        elif self.vote_for not in (None, self.node_id) and rule is Rule.LEADER_KNOWN:
+            # We differ: a voter that still follows, in the term whose vote we gave away, the
+            # leader we lost has not timed out yet; it will within a follower jitter if that
+            # leader is gone: ask again after the shortest vote interval, not a leader-lost wait
+            self._next_vote_at = self._now + self.timing.min_vote_interval_ms
         else:
             self._next_vote_at = self._vote_interval() + self._backoff(rule)
         if rule is Rule.HIGHER_TERM_SEEN:
             self._become_candidate(rnd.known_max_term)
+
+    def _probed(self, result: ParseResult) -> bool:
+        """We differ: a round in a term whose vote this node gave to another cannot pass; when
+        it shows a quorum reachable and no leader known, the next term's round starts at once
+        (DLedger waits a vote interval first). It still raises no term without a quorum."""
+        return result is ParseResult.WAIT_TO_VOTE_NEXT and self.vote_for not in (None, self.node_id)
 
     def _backoff(self, rule: Rule) -> float:
         """What a candidate waits beyond a vote interval after a round `rule` decided: longer

@@ -161,9 +161,13 @@ class VoteRound:
             self.not_ready += 1
 
     def decided(self, quorum: int) -> bool:
-        """True once every member answered or the outcome can no longer improve (DLedger's latch)."""
-        return (self.answered >= self.expected or self.accepted >= quorum
-                or self.accepted + self.not_ready >= quorum)
+        """True once every member answered or the outcome can no longer improve (DLedger's latch),
+        or (we differ) once it can no longer pass nor call for an immediate revote, whatever the
+        members still silent answer: DLedger waits for a dead member until the round's deadline."""
+        silent = self.expected - self.answered
+        return (silent <= 0 or self.accepted >= quorum
+                or self.accepted + self.not_ready >= quorum
+                or self.accepted + self.not_ready + silent < quorum)
 
     def parse(self, quorum: int) -> tuple[ParseResult, Rule]:
         """The round's result and the rule that decided it."""

@@ -63,8 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="async: DLedger's background flush (the default); sync: fsync before ack "
                              "(group commit)")
     parser.add_argument("--timing", choices=sorted(TIMING_NAMES), default="default",
-                        help="default (also called fast; the default): failover in about a second; dledger: "
-                             "DLedger's 2 s heartbeats")
+                        help="default (also called fast; the default): failover in under half a second; "
+                             "dledger: DLedger's 2 s heartbeats")
     parser.add_argument("--timing-set", action="append", default=[], metavar="FIELD=VALUE",
                         help="override one timing value of the profile, e.g. heartbeat_ms=500 (repeatable)")
     parser.add_argument("--preferred-leader", help="peer id that leadership is handed to when caught up")

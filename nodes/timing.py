@@ -2,7 +2,7 @@
 
 `dledger` is DLedger's own timing (2000 ms heartbeat, leak 3, vote interval 300-1000 ms,
 3000 ms RPC timeout: a 6 s failover). `fast` (the default) keeps the same shape scaled
-down so a failover takes about a second; unlike DLedger it randomises the follower
+down so a failover takes under half a second; unlike DLedger it randomises the follower
 timeout (`follower_jitter_ms`) so followers of a dead leader do not all wake at once.
 """
 
