@@ -210,7 +210,7 @@ def check_run(args: argparse.Namespace, run_dir: Path, preload: Preload | None =
     return result
 
 
-def report(run_dir: Path, result: dict[str, Any], after: AfterRun | None) -> int:
+def report(run_dir: Path, result: dict[str, Any], after: AfterRun | None = None) -> int:
     """Write the run's report from its verdict and its after-run readers (None: read the files now),
     print its path; the verdict's exit code."""
     from checkers.report import write_report
