@@ -24,11 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checkers.faultperiods import NS, FaultPairing, FaultPeriod
-from checkers.jsonlines import NEMESIS
+from checkers.jsonlines import NEMESIS, refused_by_non_leader
 from checkers.leaders import Leaders
 from checkers.nodeseries import SeriesReader
 from checkers.runreader import Line, feed
-from harness.history import refused_by_non_leader
 
 SETTLE_S = 2.0
 

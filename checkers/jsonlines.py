@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from nodes.messages import ResponseCode
+
 Validator = Callable[[Any], "str | None"]
 OP_TYPES = ("invoke", "ok", "fail", "info")
 CLIENT_FS = ("append", "read", "consume")
@@ -244,3 +246,12 @@ def first_problem(path: Path, validate: Validator) -> InputError | None:
     except InputError as e:
         return e
     return None
+
+
+NOT_LEADER = f"answered {ResponseCode.NOT_LEADER.name}"  # nodes.client's DefiniteFailure text
+
+
+def refused_by_non_leader(op_type: str, value: Any, error: str | None) -> bool:
+    """A history line of a read asked of one node (`"at"`) that refused it because it does not
+    lead: what a directed read meets whatever the faults, so not a fault's effect."""
+    return op_type == "fail" and isinstance(value, dict) and "at" in value and NOT_LEADER in (error or "")

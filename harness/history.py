@@ -14,20 +14,11 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from nodes.messages import ResponseCode
+from checkers.jsonlines import refused_by_non_leader
 
 OpType = Literal["invoke", "ok", "fail", "info"]
 Process = int | str
 log = logging.getLogger("harness")
-
-
-NOT_LEADER = f"answered {ResponseCode.NOT_LEADER.name}"  # nodes.client's DefiniteFailure text
-
-
-def refused_by_non_leader(op_type: str, value: Any, error: str | None) -> bool:
-    """A read asked of one node (`"at"`) that refused it because it does not lead: what a
-    directed read meets whatever the faults, so not a fault's effect."""
-    return op_type == "fail" and isinstance(value, dict) and "at" in value and NOT_LEADER in (error or "")
 
 
 class History:
