@@ -3,7 +3,7 @@ report seeds/s.
 
 Seed `start + i` runs size `i mod sizes`, mix `i // sizes mod mixes` and mode `i mod modes`
 (`nodes.sim.modes`: one mode a seed, e.g. `dledger*7,master-slave-sync`, the default, runs
-a master-slave seed after every seven DLedger ones; eight is prime to the 15 size-and-mix
+a master-slave seed after every seven DLedger ones; eight is prime to the 57 size-and-mix
 combinations of the defaults, so the master-slave seeds meet all of them). A mix is given
 for every mode: a seed leaves out the faults its mode lacks (failover is master-slave's
 only, transfer and votecrash DLedger's only).
@@ -32,10 +32,20 @@ from nodes.sim.faults import parse_faults
 from nodes.sim.handoffs import OUTCOMES, handoff_line, handoffs_in
 from nodes.sim.modes import MODES, ROTATION, parse_rotation
 
-MIXES = ("all", "partition,crash,powerloss,repaircrash,failover", "oneway,bridge,loss,dup,delay",
-         "crash,powerloss,skew,transfer,partition,leadercrash,repaircrash,failover",
-         "leaderkill,crash,leadercrash,repaircrash,failover")  # leader churn: leaders killed mid catch-up
-# (Figure 8), masters lost and slaves promoted
+MIXES = (
+    # wide mixes: everything at once, and the three families of failure
+    "all", "partition,crash,powerloss,repaircrash,failover", "oneway,bridge,loss,dup,delay",
+    "crash,powerloss,skew,transfer,partition,leadercrash,repaircrash,failover",
+    # leader churn: leaders killed mid catch-up (Figure 8), masters lost and slaves promoted
+    "leaderkill,crash,leadercrash,repaircrash,failover", "leaderkill,crash,leadercrash",
+    # narrow mixes, each fault often: states that a wide mix reaches too rarely
+    "pause", "pause,partition", "pause,partition,crash",  # a frozen leader woken with reads queued
+    "transfer,delay", "transfer,pause", "transfer,oneway,loss",  # leases across a handover
+    "votecrash,leaderkill", "votecrash,pause",  # a node that voted restarts and stands
+    "delay,dup,partition",  # stale vote requests and replies
+    "powerloss,crash,leadercrash", "powerloss,partition,leaderkill",  # unflushed acknowledgements
+    "powerloss,repaircrash,partition", "partition,crash,powerloss,repaircrash",  # torn tails, cut repairs
+)  # 19 mixes: 57 size-and-mix combinations with sizes 3, 5, 7, prime to the rotation's 8 modes
 DEFAULT_MODES = parse_rotation(ROTATION)
 
 

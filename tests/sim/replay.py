@@ -27,13 +27,14 @@ SEEDS = 320  # sync flush: every size, mix and mode; then async flush, whose pow
 ASYNC_SEEDS = 80
 STEPS = 1500
 ROTATION = parse_rotation("dledger*2,master-slave-sync,dledger,master-slave-async")
+WIDE_MIXES = MIXES[:5]  # the default's five wide mixes: digests that do not move when narrow mixes join
 
 
 def replay_configs() -> Iterator[SimConfig]:
-    """The seeds digested: the default mixes on 3, 5 and 7 nodes, DLedger and both master-slave modes."""
+    """The seeds digested: the five wide mixes on 3, 5 and 7 nodes, DLedger and both master-slave modes."""
     for flag, start, count in (("sync", 0, SEEDS), ("async", 10_000, ASYNC_SEEDS)):
         durability = flush_policy(flag)
-        yield from configs(start, count, [3, 5, 7], list(MIXES), STEPS, durability, "fast", 3, ROTATION)
+        yield from configs(start, count, [3, 5, 7], list(WIDE_MIXES), STEPS, durability, "fast", 3, ROTATION)
 
 
 def digest(config: SimConfig) -> str:

@@ -182,11 +182,14 @@ def test_a_fault_the_mode_lacks_is_refused() -> None:
 
 
 def test_the_default_rotation_runs_a_master_slave_seed_in_eight_over_every_size_and_mix() -> None:
-    rotation = list(configs(0, 120, [3, 5, 7], list(MIXES), 4000, flush_policy("sync"), "fast", 3))
+    count = 8 * 3 * len(MIXES)  # one master-slave seed for every size and mix
+    rotation = list(configs(0, count, [3, 5, 7], list(MIXES), 4000, flush_policy("sync"), "fast", 3))
     ha = [c for c in rotation if c.mode != "dledger"]
-    assert [c.seed for c in ha] == list(range(7, 120, 8)) and {c.mode for c in ha} == {SYNC}
-    assert len({(c.nodes, c.faults) for c in ha}) == 3 * len(MIXES)
-    assert all("failover" in c.faults for c in ha if c.faults != parse_faults(MIXES[2], SYNC))
+    assert [c.seed for c in ha] == list(range(7, count, 8)) and {c.mode for c in ha} == {SYNC}
+    mix = {c.seed: c.seed // 3 % len(MIXES) for c in ha}  # seed i runs mix i // sizes (nodes.sim.many)
+    assert len({(c.nodes, mix[c.seed]) for c in ha}) == 3 * len(MIXES)
+    assert all(c.faults == parse_faults(MIXES[mix[c.seed]], SYNC) for c in ha)
+    assert sum("failover" in c.faults for c in ha) == 3 * sum("failover" in m or m == "all" for m in MIXES)
     assert not any("failover" in c.faults for c in rotation if c not in ha)
 
 
