@@ -36,12 +36,12 @@ lint: setup
 test: setup lint debootstrap chromium
 	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
-# The same seeded test against DLedger, SYNC_MASTER and ASYNC_MASTER, one table (see harness/compare.py).
+# The same seeded test against DLedger, SYNC_MASTER and ASYNC_MASTER, one table (see harness/sweeps/compare.py).
 compare: setup debootstrap
 	$(PY) -m harness compare --nodes 3 --time-limit 60 --nemesis isolate-lose,kill,pause,partition \
 		--nemesis-interval 4 --nemesis-concurrency 1 --seed 7
 
-# The nightly sweep (see harness/sweep.py): simulator seeds drawn fresh, then fault families, modes,
+# The nightly sweep (see harness/sweeps/matrix.py): simulator seeds drawn fresh, then fault families, modes,
 # flush policies, sizes, the must-fail controls and a few seeded node bugs, within NIGHTLY_BUDGET
 # minutes; writes results/nightly-<time>/ with junit.xml.
 # NIGHTLY_HOSTS=hosts.toml runs it on the machines of that inventory instead of containers.

@@ -39,9 +39,9 @@ def _peak_rss_mib(pid: int | str = "self") -> float:
 def measure_one(folder: Path, master: str | None) -> dict[str, float]:
     """Run in a fresh process: start Spark, check `folder`, report times and peak memory."""
     started = time.monotonic()
-    from checkers.check import check_many
+    from checkers.checks.check import check_many
+    from checkers.engine.spark import session
     from checkers.layout import ResultsDir
-    from checkers.spark import session
 
     spark = session(master)
     ready = time.monotonic()
@@ -69,7 +69,7 @@ def measure_service(folders: list[Path], master: str | None) -> tuple[float, lis
     Returns the service's start-to-ready time and, per folder, the whole `check` command's
     time and the check's own (results.json stats).
     """
-    from checkers.service import ping
+    from checkers.service.server import ping
 
     tmp = tempfile.TemporaryDirectory(prefix="bench-checker-")
     sock = Path(tmp.name) / "checker.sock"

@@ -52,8 +52,8 @@ import docker.errors
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.cluster import LABEL_NODE, LABEL_RUN, connect  # noqa: E402
-from harness.db import PIDFILE  # noqa: E402
+from harness.containers.cluster import LABEL_NODE, LABEL_RUN, connect  # noqa: E402
+from harness.containers.db import PIDFILE  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 BASELINE_S = 300.0  # growth is measured from the first sample this far into the workload

@@ -6,8 +6,8 @@ from nodes.cliparse import run_subcommands
 
 COMMANDS = {
     "check": "checkers.checkcli",
-    "serve": "checkers.service",
-    "import": "checkers.importcli",
+    "serve": "checkers.service.server",
+    "import": "checkers.importers.cli",
 }
 
 if __name__ == "__main__":

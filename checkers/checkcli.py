@@ -2,7 +2,7 @@
 
 Checks on the checker service when one answers, else starts one in the background and checks
 on it (it exits after 10 minutes without a request; `--local` or $CHECKER_AUTOSTART=0 check in
-this process instead, `checkers.autostart`); writes
+this process instead, `checkers.service.autostart`); writes
 RESULTS_DIR/results.json and RESULTS_DIR/report.html with the verdict, prints a verdict
 table, exits 0 valid, 1 invalid, 2 unknown, 254 on bad arguments or a missing/malformed
 input file, 255 on internal error.
@@ -14,14 +14,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from checkers import autostart
-from checkers.anomalies import DEFAULT_WITNESSES
-from checkers.check import internal_error
+from checkers.checks.anomalies import DEFAULT_WITNESSES
+from checkers.checks.check import internal_error
+from checkers.checks.verdict import exit_code, table
+from checkers.engine.spark import master_url
 from checkers.jsonlines import InputError
-from checkers.report import write_report
-from checkers.service import add_place_arguments, check_folder
-from checkers.spark import master_url
-from checkers.verdict import exit_code, table
+from checkers.pages.report import write_report
+from checkers.service import autostart
+from checkers.service.server import add_place_arguments, check_folder
 from nodes.cliparse import EXIT_BAD_ARGS, EXIT_INTERNAL, non_negative
 
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checkers.checks.verdict import add_never_read, decide, undecided
 from checkers.jsonlines import HistoryValidator, event_line_problem, final_line_problem, iter_jsonl
 from checkers.layout import ResultsDir
-from checkers.verdict import add_never_read, decide, undecided
 
 NOOP = "\u0000noop"
 
@@ -73,7 +73,7 @@ class Op:
         return "to" not in self.value and self.value.get("from", 0) <= 0
 
     def covers(self, p: int) -> bool:
-        """It speaks for index `p` (see `checkers.history.covers`)."""
+        """It speaks for index `p` (see `checkers.checks.history.covers`)."""
         indexes = [i for i, _ in self.entries]
         top = max(indexes, default=None)
         if top is not None and 0 <= top - self.rfrom < len(indexes) * 4 + 64:
@@ -156,7 +156,7 @@ def load(results_dir: Path | str) -> Run:
 
 
 def _history_lost(run: Run, ok: list[Op]) -> set[str]:
-    """Acknowledged appends that the history shows lost (see `checkers.durability.covered`)."""
+    """Acknowledged appends that the history shows lost (see `checkers.checks.durability.covered`)."""
     ops = run.reads + run.consumes
     whole = [r.inv_index for r in run.reads if r.whole] if run.layout.linearizable_reads else []
     lost = set()
@@ -285,7 +285,7 @@ def _checks(run: Run) -> dict[str, int]:
 
 
 def _consumer_checks(run: Run, log: dict[int, str | None] | None, pos: dict[str, int]) -> dict[str, int]:
-    """consumed-then-lost, consume-divergence and skipped-offset (see `checkers.consumers`)."""
+    """consumed-then-lost, consume-divergence and skipped-offset (see `checkers.checks.consumers`)."""
     counts: dict[str, int] = {}
     consumed = [(i, x) for c in run.consumes for i, x in c.entries]
     if log is not None:

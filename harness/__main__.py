@@ -9,15 +9,15 @@ from harness.errors import HarnessError
 from nodes.cliparse import EXIT_INTERNAL, EXIT_UNKNOWN, run_subcommands
 
 COMMANDS = {
-    "image": "harness.image",
-    "clean": "harness.clean",
-    "run": "harness.run",
-    "compare": "harness.compare",
-    "nightly": "harness.nightly",
+    "image": "harness.containers.image",
+    "clean": "harness.containers.clean",
+    "run": "harness.chaos.run",
+    "compare": "harness.sweeps.compare",
+    "nightly": "harness.sweeps.nightly",
     "mutants": "harness.mutants.command",
     "faults": "harness.faults",
-    "serve": "harness.serve",
-    "report": "harness.report",
+    "serve": "harness.serving.serve",
+    "report": "harness.serving.report",
 }
 
 

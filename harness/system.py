@@ -4,7 +4,7 @@ A `System` says how its node process runs on a node of the run: `install` (once,
 start: config files), `command` (the process the Db starts detached under its pid file, waits
 on until it listens on `client_port`, and kills, pauses and collects), `prepare` (once every
 node runs: a stream to create, say). Then who leads (`leader`), a client for the workers
-(`client`: appends and reads, `harness.workload.LogClient`), leadership moved by hand for the
+(`client`: appends and reads, `harness.chaos.workload.LogClient`), leadership moved by hand for the
 churn family (`transfer`), and after healing the wait for catch-up and the final reads
 (`finish`). It declares the fault families it cannot take, each with the reason (`refused`), and the
 choices of a family's options it cannot take (`refused_choice`: its kinds of file for the disk
@@ -31,10 +31,10 @@ from checkers.layout import INPUTS
 if TYPE_CHECKING:
     import docker
 
-    from harness.consumers import Puller
-    from harness.rundb import RunDb
-    from harness.sshnodes import SshNodes
-    from harness.workload import LogClient
+    from harness.chaos.consumers import Puller
+    from harness.chaos.rundb import RunDb
+    from harness.chaos.workload import LogClient
+    from harness.ssh.nodes import SshNodes
 
 
 _OURS = "needs our DLedger node: {}"
@@ -76,8 +76,9 @@ class System(ABC):
     inputs: tuple[str, ...] = INPUTS
 
     def containers(self, nodes: int, key_dir: Path, fuse: bool) -> RunDb:
-        """The run's cluster in containers (`harness.db.Db`; a test's fake system gives its own)."""
-        from harness.db import Db
+        """The run's cluster in containers (`harness.containers.db.Db`; a test's fake system gives its
+        own)."""
+        from harness.containers.db import Db
 
         return Db(nodes, system=self, key_dir=key_dir, fuse=fuse)
 

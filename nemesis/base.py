@@ -168,7 +168,7 @@ class Option:
 
 @dataclass(frozen=True)
 class HostCleanup:
-    """One mechanism a family may leave on a machine of an inventory from any run, for `harness.hostsdb`.
+    """One mechanism a family may leave on a machine of an inventory from any run, for `harness.hosts.db`.
 
     `clean`: one line of shell that removes it, idempotent, printing a line per thing removed;
     `root`: `clean` runs only as root; `listing`: shell that prints one line per leftover, by kind

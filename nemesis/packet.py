@@ -33,7 +33,7 @@ from typing import Any
 from nemesis.base import Family, HostCleanup, Nodes, Option, comma_list
 from nemesis.targets import pick, targets_option
 
-NODE_PORT = 20911  # harness.cluster.NODE_PORT; the nemesis does not import the harness
+NODE_PORT = 20911  # harness.containers.cluster.NODE_PORT; the nemesis does not import the harness
 CHAIN = "CHAOS-PACKET"
 QDISC = "d1"
 RELAY_PORT = 20912

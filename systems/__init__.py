@@ -1,7 +1,7 @@
 """The systems under test, one package each (`harness.system.System`): `--system` picks one.
 
 `SYSTEMS` names each with a line of help; `build(args)` makes the one a run's flags ask for,
-with its options (the flags of `harness.flags` that belong to it). Only the chosen system's
+with its options (the flags of `harness.chaos.flags` that belong to it). Only the chosen system's
 package is imported.
 """
 

@@ -21,7 +21,7 @@ os.environ["CHECKER_SOCKET"] = str(Path(tempfile.gettempdir()) / "no-checker-ser
 @pytest.fixture(scope="session")
 def spark():
     """One local SparkSession for every test that checks folders in this process."""
-    from checkers.spark import session
+    from checkers.engine.spark import session
 
     spark = session("local[2]", shuffle_partitions=2)
     yield spark
@@ -130,7 +130,7 @@ def via_checker_service(warm_checker_socket: Path, monkeypatch: pytest.MonkeyPat
 @pytest.fixture(scope="session")
 def docker_client():
     """The Docker engine, for every test that starts containers (a test fails when it is missing)."""
-    from harness.cluster import connect
+    from harness.containers.cluster import connect
     from harness.errors import EngineUnavailable
 
     try:

@@ -1,4 +1,4 @@
-/* timeline.html: ops per lane over time. The data's shape is written by checkers/optimeline.py. */
+/* timeline.html: ops per lane over time. The data's shape is written by checkers/pages/optimeline.py. */
 (() => {
   "use strict";
   const D = JSON.parse(document.getElementById("tl-data").textContent);

@@ -10,7 +10,7 @@ from __future__ import annotations
 from harness.mutants.catalogue import CATALOGUE
 from harness.mutants.model import Mutant
 from harness.mutants.record import CAUGHT_BY_CELL
-from harness.sweep import Cell
+from harness.sweeps.matrix import Cell
 
 NOT_YET = ("its cell has not caught it end to end yet (harness/mutants/record.py), so a valid verdict "
            "is reported")

@@ -13,7 +13,7 @@ import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from harness import flags
+from harness.chaos import flags
 from harness.mutants.model import Mutant
 from nodes.cliparse import EXIT_INTERNAL, EXIT_INVALID, EXIT_VALID
 
@@ -68,7 +68,7 @@ def hunt(mutant: Mutant, kind: str, seeds: list[int], out: Path) -> RunFinding:
 
 
 def _run_once(mutant: Mutant, argv: tuple[str, ...], seed: int, out: Path, name: str) -> tuple[int, Path]:
-    from harness.run import run_test
+    from harness.chaos.run import run_test
 
     args = run_args(mutant, argv, seed, out, name)
     try:

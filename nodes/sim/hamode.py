@@ -1,7 +1,7 @@
 """Master-slave runs of the simulator (`SimConfig.mode` master-slave-sync or -async): the
 `HaNode` logics (`nodes.ha`) on the same driver, disks, network and clients as DLedger's.
 
-The nodes start as the harness starts them (harness/modes.py `node_args`): n1 the master,
+The nodes start as the harness starts them (harness/chaos/modes.py `node_args`): n1 the master,
 with the mode's flavour (SYNC_MASTER or ASYNC_MASTER), the others its slaves. Their HA
 timings and limits are drawn per run (`HaMode.__init__`): a SYNC_MASTER's slave wait short
 enough in some runs to time out under faults, small in-flight windows and batches, a small

@@ -1,5 +1,5 @@
 """The designs the simulator runs (`SimConfig.mode`), named as the harness names them
-(harness/modes.py): `dledger` (Raft: `nodes.core`), and RocketMQ's classic master-slave
+(harness/chaos/modes.py): `dledger` (Raft: `nodes.core`), and RocketMQ's classic master-slave
 replication (`nodes.ha`) with a synchronous (`master-slave-sync`) or an asynchronous
 (`master-slave-async`) master; see `nodes.sim.hamode` for how those runs go.
 

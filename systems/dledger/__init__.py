@@ -1,7 +1,7 @@
 """Our DLedger node (`nodes/`) as a system under test: Raft, or RocketMQ's classic master-slave HA.
 
 Its options are the run's `--mode` (dledger, master-slave-sync, master-slave-async: how each
-node is started, `harness.modes`), and the node's own flags (`--flush`, `--timing`,
+node is started, `harness.chaos.modes`), and the node's own flags (`--flush`, `--timing`,
 `--read-mode`: `serve_args`). It takes every fault family, consumers, and leaves every kind
 of evidence (final logs, events, store files).
 """
@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cluster import NODE_PORT
-from harness.consumers import HaPuller, Puller, RaftPuller
-from harness.final import read_final_logs, wait_for_catch_up
-from harness.modes import MODES, Mode
+from harness.chaos.consumers import HaPuller, Puller, RaftPuller
+from harness.chaos.final import read_final_logs, wait_for_catch_up
+from harness.chaos.modes import MODES, Mode
+from harness.chaos.workload import Acked, Served
+from harness.containers.cluster import NODE_PORT
 from harness.system import Finish, System
-from harness.workload import Acked, Served
 from nodes.client import Client, ClientError, ReadResult
 from nodes.payload import payload_id
 from nodes.serve import TIMING_NAMES
@@ -30,12 +30,12 @@ from nodes.timing import timing_profile
 if TYPE_CHECKING:
     import docker
 
-    from harness.sshnodes import SshNodes
-    from harness.workload import LogClient
+    from harness.chaos.workload import LogClient
+    from harness.ssh.nodes import SshNodes
 
 
 class DledgerLog:
-    """The workers' `harness.workload.LogClient` over the node's own client (redirects to the
+    """The workers' `harness.chaos.workload.LogClient` over the node's own client (redirects to the
     leader, or asks the one node `node` of a directed read)."""
 
     def __init__(self, client: Client) -> None:
@@ -90,7 +90,7 @@ class Dledger(System):
         return 2 * timing_profile(TIMING_NAMES[self.timing]).leader_lost_ms / 1000
 
     def image(self, client: docker.DockerClient, log: Any = None) -> str:
-        from harness.image import ensure_images
+        from harness.containers.image import ensure_images
         from harness.mutants.build import image_source
 
         return ensure_images(client, mutant=image_source(self.mutant), **({"log": log} if log else {}))
@@ -141,7 +141,7 @@ class Dledger(System):
 
 def from_args(args: argparse.Namespace) -> Dledger:
     """The node as a run's flags describe it (`--mode`, `--flush`, `--timing`, `--read-mode`, `--mutant`)."""
-    from harness.modes import node_read_mode
+    from harness.chaos.modes import node_read_mode
 
     mode = MODES[args.mode]
     names = [f"n{i + 1}" for i in range(args.nodes)] if args.inventory is None else args.inventory.names

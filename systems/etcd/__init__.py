@@ -6,7 +6,7 @@
   answers, pure;
 * `client`: the log workload over that gateway (append, read, final read, leader, move-leader),
   stdlib only, with Jepsen's outcomes;
-* `system`: `Etcd`, the system seam's plug-in (`harness.system.System`): a run's `harness.db.Db`
+* `system`: `Etcd`, the system seam's plug-in (`harness.system.System`): a run's `harness.containers.db.Db`
   starts one member per node over SSH, as it starts any system's process.
 
 How our log maps onto etcd's keyspace (the history format is docs/formats.md): an append of id

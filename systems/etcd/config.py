@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.cluster import DATA_DIR
+from harness.containers.cluster import DATA_DIR
 
 CLIENT_PORT = 2379
 PEER_PORT = 2380

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.consumers import BATCH, Consumed, Pulled
+from harness.chaos.consumers import BATCH, Consumed, Pulled
+from harness.chaos.workload import Acked, Served
 from harness.errors import HarnessError
 from harness.system import KERNEL_CLOCK, OUR_NODE_ONLY, Finish, System, write_final_log
 from harness.wait import wait_for
-from harness.workload import Acked, Served
 from nodes.client import ClientError
 from nodes.payload import payload_id
 from systems.etcd.client import EtcdClient
@@ -32,7 +32,7 @@ from systems.etcd.config import CLIENT_PORT, EtcdOptions, etcd_command
 if TYPE_CHECKING:
     import docker
 
-    from harness.sshnodes import SshNodes
+    from harness.ssh.nodes import SshNodes
 
 
 REFUSED = {**OUR_NODE_ONLY, "clock": KERNEL_CLOCK.format("etcd")}
@@ -57,7 +57,7 @@ class Etcd(System):
     consumers = True
 
     def image(self, client: docker.DockerClient, log: Any = None) -> str:
-        from harness.image import ensure_base
+        from harness.containers.image import ensure_base
         from systems.etcd.image import ensure_etcd_image
 
         extra = {"log": log} if log else {}
@@ -123,7 +123,7 @@ class Etcd(System):
 
 
 class EtcdLog:
-    """The workers' `harness.workload.LogClient` over the JSON gateway: appends create `log/<id>`,
+    """The workers' `harness.chaos.workload.LogClient` over the JSON gateway: appends create `log/<id>`,
     reads are linearizable ranges (a member that cannot be reached is skipped for the next)."""
 
     def __init__(self, client: EtcdClient) -> None:
@@ -146,7 +146,7 @@ class EtcdLog:
 
 
 class EtcdPuller:
-    """A consumer's client (`harness.consumers.Puller`): a pull from member `node` is a serializable
+    """A consumer's client (`harness.chaos.consumers.Puller`): a pull from member `node` is a serializable
     range of the next `BATCH` indexes on that member alone, so it answers from what that member has
     applied (committed entries, whose end never moves back in a correct etcd: `end` None)."""
 

@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Mapping
 
-from harness.cluster import DATA_DIR
+from harness.containers.cluster import DATA_DIR
 
 CLIENT_PORT = 4222
 CLUSTER_PORT = 6222

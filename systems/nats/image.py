@@ -1,10 +1,10 @@
 """The NATS image: `nats-server` 2.10.27 from Debian trixie on the project's bookworm base, no registry.
 
 `ensure_nats_image(client, base)` builds `dledger-chaos/nats:<hash>` FROM `base` (see
-`harness.image.ensure_base`) when it is missing or its recipe changed: `systems/nats/image/`
+`harness.containers.image.ensure_base`) when it is missing or its recipe changed: `systems/nats/image/`
 (the Dockerfile, `install-nats.sh`, and `nats-pin.pref`, which lets nothing but `nats-server`
 come from trixie; bookworm's 2.9.10 rejects `sync_interval`), with the node image's sshd config
-and entry point and the nemesis's agents (`harness.image.SystemImage`). The image maps to no
+and entry point and the nemesis's agents (`harness.containers.image.SystemImage`). The image maps to no
 history field itself: `systems.nats.config` says how the server runs in it, and
 `systems.nats.client` what the history records.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.image import SYSTEM_REPOS, SystemImage
+from harness.containers.image import SYSTEM_REPOS, SystemImage
 
 NATS_VERSION = "2.10.27-1+b2"  # trixie's; the one package taken from trixie
 NATS = SystemImage(

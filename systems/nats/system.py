@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from harness.consumers import BATCH, Consumed, Pulled
+from harness.chaos.consumers import BATCH, Consumed, Pulled
+from harness.chaos.workload import Acked, Served
 from harness.errors import HarnessError
 from harness.system import KERNEL_CLOCK, OUR_NODE_ONLY, Finish, System, write_final_log
 from harness.wait import wait_for
-from harness.workload import Acked, Served
 from nodes.client import ClientError
 from nodes.payload import payload_id
 from systems.nats.client import Connection, JetStream, JetStreamError, StreamSpec, replica_state
@@ -35,7 +35,7 @@ from systems.nats.config import CLIENT_PORT, CONFIG_PATH, MONITOR_PORT, SYNC_DEF
 if TYPE_CHECKING:
     import docker
 
-    from harness.sshnodes import SshNodes
+    from harness.ssh.nodes import SshNodes
 
 MAX_REPLICAS = 5  # JetStream's limit on a stream's replicas
 CREATE_WAIT_S = 60.0
@@ -63,7 +63,7 @@ class Nats(System):
     consumers = True
 
     def image(self, client: docker.DockerClient, log: Any = None) -> str:
-        from harness.image import ensure_base
+        from harness.containers.image import ensure_base
         from systems.nats.image import ensure_nats_image
 
         extra = {"log": log} if log else {}
@@ -227,7 +227,7 @@ def held(js: JetStream, stream: str, first: int, last: int, direct: bool = False
 
 
 class NatsLog:
-    """The workers' `harness.workload.LogClient` on one server at a time (the next after a failure):
+    """The workers' `harness.chaos.workload.LogClient` on one server at a time (the next after a failure):
     a publish with `Nats-Msg-Id` = the payload's id, reads by seq through the stream leader."""
 
     def __init__(self, hosts: dict[str, str], spec: StreamSpec, timeout: float, first: int = 0) -> None:
@@ -278,7 +278,7 @@ class NatsLog:
 
 
 class NatsPuller:
-    """A consumer's client (`harness.consumers.Puller`): a pull from server `node` is a direct get of
+    """A consumer's client (`harness.chaos.consumers.Puller`): a pull from server `node` is a direct get of
     the next `BATCH` seqs, answered by that server's replica when it is current, up to the first the
     stream does not hold. An empty answer also asks the stream's leader where the stream ends
     (`end`), so a consumer past the end of a stream that lost its tail rewinds, as RocketMQ's does."""

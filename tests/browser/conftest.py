@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
-from checkers.optimeline import write_timeline
-from checkers.report import write_report
-from checkers.verdict import decide
+from checkers.checks.verdict import decide
+from checkers.pages.optimeline import write_timeline
+from checkers.pages.report import write_report
 from tests.browser.pages import Tab
 from tests.report.synthrun import build_run
 

@@ -20,7 +20,7 @@ PEAK_BYTES = 64 << 20  # measured: about 25 MiB; the history file alone is about
 MEASURE = """
 import json, sys
 from pathlib import Path
-from checkers.optimeline import write_timeline
+from checkers.pages.optimeline import write_timeline
 def kib(key):
     line = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith(key))
     return int(line.split()[1]) * 1024

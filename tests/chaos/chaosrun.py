@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import nightly, sweep
-from harness.cluster import LABEL_RUN, connect
-from harness.summary import Row
-from harness.sweep import Cell
+from harness.containers.cluster import LABEL_RUN, connect
+from harness.sweeps import matrix, nightly
+from harness.sweeps.matrix import Cell
+from harness.sweeps.summary import Row
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -56,7 +56,7 @@ BY_NIGHTLY = frozenset({"master-slave-async-isolate-lose-sync-3n"})
 
 
 def cell_named(name: str) -> Cell:
-    (cell,) = [cell for cell in sweep.MATRIX if cell.name == name]
+    (cell,) = [cell for cell in matrix.MATRIX if cell.name == name]
     return cell
 
 

@@ -1,9 +1,9 @@
 """The nightly sweep's cells as pytest tests: `pytest -m chaos` runs short cells of
-`harness/sweep.py`, one test a run, so `--junitxml`, `-k` and a team's plugins apply.
+`harness/sweeps/matrix.py`, one test a run, so `--junitxml`, `-k` and a team's plugins apply.
 
 `--cells SUBSTRING[,...]` picks other cells by name (as `harness nightly --only`), `--cells all`
 the whole matrix. A cell runs at most once a session, through the sweep's own code in this
-process (`harness.nightly.run_one`; the cells of `chaosrun.BY_NIGHTLY` through `harness nightly`,
+process (`harness.sweeps.nightly.run_one`; the cells of `chaosrun.BY_NIGHTLY` through `harness nightly`,
 whose own test reads that sweep), and the session's warm checker service checks every run; tests
 that assert more of a cell's run (tests/chaos/test_mode_runs.py) share that run.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from chaosrun import MAKE_TEST_CELLS, CellRuns, cell_named
 
-from harness import sweep
+from harness.sweeps import matrix
 
 
 @pytest.fixture(scope="session")
@@ -31,7 +31,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if words is None:
         cells = [cell_named(name) for name in MAKE_TEST_CELLS]
     else:
-        cells = list(sweep.MATRIX) if words == "all" else sweep.chosen(words)
+        cells = list(matrix.MATRIX) if words == "all" else matrix.chosen(words)
         if not cells:
             raise pytest.UsageError(f"--cells {words}: no cell's name contains that "
                                     "(python -m harness nightly --dry-run lists them)")

@@ -17,7 +17,7 @@ import pytest
 import tenacity
 from chaosrun import REPO, CellRuns, harness_run, leftovers, only_run_dir, read_json
 
-from harness.generator import Slotted, nemesis_schedule
+from harness.chaos.generator import Slotted, nemesis_schedule
 
 pytestmark = [pytest.mark.docker, pytest.mark.chaos]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from chaosrun import harness_run, leftovers, only_run_dir, read_json
 
-from harness.image import MUTANT_REPO
+from harness.containers.image import MUTANT_REPO
 from harness.mutants.catalogue import mutant
 from harness.mutants.cells import mutant_cell
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from chaosrun import SEED, CellRuns, leftovers, read_json
 
-from harness.sweep import Cell
+from harness.sweeps.matrix import Cell
 
 pytestmark = [pytest.mark.docker, pytest.mark.chaos]
 

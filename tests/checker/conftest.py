@@ -20,7 +20,7 @@ def checked(spark, tmp_path_factory):
     """name -> (Case, Spark verdict) for every folder of `cases.build`."""
     from cases import build
 
-    from checkers.check import check_many
+    from checkers.checks.check import check_many
     from checkers.layout import ResultsDir
 
     cases = build(tmp_path_factory.mktemp("checker-cases"))

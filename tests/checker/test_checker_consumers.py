@@ -13,12 +13,12 @@ import pytest
 from cases import CONSUMER_SEEDS, RANDOM_CASES
 from histgen import CONSUMER_INJECTIONS
 
-from checkers.check import check_many
+from checkers.checks.check import check_many
+from checkers.checks.verdict import BY_NAME, FINAL
 from checkers.jsonlines import InputError
 from checkers.layout import ResultsDir
+from checkers.pages.report import write_report
 from checkers.reference import reference_check
-from checkers.report import write_report
-from checkers.verdict import BY_NAME, FINAL
 
 pytestmark = pytest.mark.spark
 CONSUMER_CHECKS = ("consumed-then-lost", "consume-divergence", "skipped-offset")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from checkers.finallogs import load_final_logs
+from checkers.checks.finallogs import load_final_logs
 from checkers.layout import ResultsDir
 from checkers.synth import simulate
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from checkers.check import check_many
+from checkers.checks.check import check_many
+from checkers.checks.verdict import NOT_APPLICABLE
 from checkers.layout import ResultsDir
 from checkers.reference import reference_check
-from checkers.verdict import NOT_APPLICABLE
 
 pytestmark = pytest.mark.spark
 HISTORY_ONLY = {"read_mode": "linearizable", "inputs": ["history"]}

@@ -8,10 +8,10 @@ import shutil
 import pytest
 
 from checkers.__main__ import COMMANDS
-from checkers.check import check_many
+from checkers.checks.check import check_many
+from checkers.checks.verdict import exit_code
 from checkers.jsonlines import InputError
 from checkers.layout import ResultsDir
-from checkers.verdict import exit_code
 from nodes.cliparse import run_subcommands
 
 pytestmark = pytest.mark.spark

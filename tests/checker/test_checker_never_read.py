@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from checkers.check import check_many
+from checkers.checks.check import check_many
+from checkers.checks.verdict import add_never_read, decide, exit_code, table
 from checkers.layout import ResultsDir
 from checkers.reference import reference_check
 from checkers.synth import simulate
-from checkers.verdict import add_never_read, decide, exit_code, table
 
 pytestmark = pytest.mark.spark
 NODES = ["n1", "n2", "n3"]

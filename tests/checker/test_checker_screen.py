@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-import checkers.history
-from checkers.check import check_many
+import checkers.checks.history
+from checkers.checks.check import check_many
+from checkers.checks.verdict import INFORMATIONAL
 from checkers.layout import ResultsDir
-from checkers.verdict import INFORMATIONAL
 
 pytestmark = pytest.mark.spark
 
@@ -52,7 +52,7 @@ def test_the_screen_alone_decides_correct_histories_with_the_same_verdicts(spark
 
 
 def test_tiny_buckets_pair_ops_across_their_edges_with_the_same_verdicts(spark, checked, monkeypatch):
-    monkeypatch.setattr(checkers.history, "BUCKET_LINES", 3)
+    monkeypatch.setattr(checkers.checks.history, "BUCKET_LINES", 3)
     names = list(checked)
     results = check_many([ResultsDir.open(checked[n][0].path) for n in names], spark, witnesses=1000)
     differ = [

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from checkers.service import ping, request
-from checkers.verdict import exit_code
+from checkers.checks.verdict import exit_code
+from checkers.service.server import ping, request
 from tests.support.checkerservice import checker_service
 
 pytestmark = pytest.mark.spark
@@ -54,7 +54,7 @@ def test_service_verdicts_are_local_modes(service, checked, tmp_path, name):
 
 
 def test_harness_checks_a_run_through_the_service(service, checked, tmp_path, monkeypatch, capsys):
-    from harness.run import Preload, check_run, report
+    from harness.chaos.run import Preload, check_run, report
 
     sock, _, _ = service
     monkeypatch.setenv("CHECKER_SOCKET", str(sock))
@@ -77,9 +77,9 @@ def test_harness_checks_a_run_through_the_service(service, checked, tmp_path, mo
 
 
 def test_what_was_loaded_ahead_is_used_only_while_its_files_are_unchanged(spark, checked, tmp_path):
-    from checkers.check import check
+    from checkers.checks.check import check
+    from checkers.engine.preload import PRELOADED
     from checkers.layout import ResultsDir
-    from checkers.preload import PRELOADED
 
     folder = shutil.copytree(checked["inject-hole"][0].path, tmp_path / "run")
     for part in ("history", "finals"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from checkers.spark import driver_host, shuffle_partitions_for, sql_conf
+from checkers.engine.spark import driver_host, shuffle_partitions_for, sql_conf
 
 pytestmark = pytest.mark.spark
 BYPASS = "spark.sql.execution.bypassPartialAggregation"

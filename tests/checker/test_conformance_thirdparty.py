@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from checkers.check import check_many
+from checkers.checks.check import check_many
 from checkers.importers import jepsen, porcupine
 from checkers.importers.writer import Refused, write
 from checkers.layout import ResultsDir
@@ -83,7 +83,7 @@ def test_each_jepsen_kafka_case_ends_with_the_checks_it_expects(verdicts, name):
 def test_the_report_and_timeline_of_imported_histories(verdicts):
     """A clean imported key and an invalid one: the report says the verdict was judged from the
     history alone and names the checks that did not apply; the timeline is written."""
-    from checkers.report import write_report
+    from checkers.pages.report import write_report
 
     clean = next(iter(verdicts["c01-ok.txt"].values()))
     bad = next(r for r in verdicts["c01-bad.txt"].values() if r["valid"] is False)

@@ -221,12 +221,12 @@ def test_porcupines_kv_files_import(tmp_path, name, capsys):
 
 
 def test_an_importer_bug_is_one_line_and_exits_255(tmp_path, capsys, monkeypatch):
-    from checkers import importcli
+    import checkers.importers.cli
 
     def broken(path: Path) -> Any:
         raise RuntimeError("the splitter lost its place\nsecond line")
 
-    monkeypatch.setitem(importcli.IMPORTERS, "porcupine-kv", broken)
+    monkeypatch.setitem(checkers.importers.cli.IMPORTERS, "porcupine-kv", broken)
     path = source(tmp_path, kv(0, "invoke", "append", "k", "a"))
     assert cli("porcupine-kv", str(path), str(tmp_path / "out")) == 255
     err = capsys.readouterr().err

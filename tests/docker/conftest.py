@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import docker
 import pytest
 
-from harness.db import Db
-from harness.image import ensure_images
+from harness.containers.db import Db
+from harness.containers.image import ensure_images
 from tests.support.images import shown_build
 
 NO_SERVE = "`python -m nodes serve` (nodes/serve.py, issue 4) is not in the checkout yet"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from harness.db import Db
+from harness.containers.db import Db
 
 with Db(2, image=sys.argv[1]) as db:
     db.exec("n1", f"iptables -A INPUT -s {db.address('n2')} -j DROP")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.control import RemoteProcess
-from harness.db import Db
+from harness.containers.db import Db
 from harness.errors import CommandFailed, CommandTimeout
+from harness.ssh.control import RemoteProcess
 
 pytestmark = pytest.mark.docker
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.db import Db
+from harness.containers.db import Db
 from harness.wait import wait_for
 from nemesis.disk import DiskFault
 from nodes.client import Client

@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from harness.db import Db
-from harness.history import History
-from harness.nemesis_runner import NemesisRunner
+from harness.chaos.history import History
+from harness.chaos.nemesis_runner import NemesisRunner
+from harness.containers.db import Db
 from nemesis import catalogue
 
 pytestmark = pytest.mark.docker

@@ -11,8 +11,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from harness import image
-from harness.cluster import connect
+from harness.containers import image
+from harness.containers.cluster import connect
 from harness.errors import EngineUnavailable
 
 REPO = Path(__file__).resolve().parents[2]

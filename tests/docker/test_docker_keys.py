@@ -5,7 +5,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from harness.keys import create_key_pair
+from harness.ssh.keys import create_key_pair
 
 
 def test_key_pair_is_private_and_consistent(tmp_path: Path) -> None:

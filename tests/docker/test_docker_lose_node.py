@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.db import Db
-from harness.modes import MODES
-from harness.sshnodes import LOG_FILES
+from harness.chaos.modes import MODES
+from harness.containers.db import Db
+from harness.ssh.nodes import LOG_FILES
 from harness.wait import wait_for
 from nemesis import catalogue
 from nemesis.partition import rules_left

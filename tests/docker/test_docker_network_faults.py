@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from harness.db import Db
+from harness.containers.db import Db
 
 pytestmark = pytest.mark.docker
 

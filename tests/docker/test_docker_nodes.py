@@ -10,8 +10,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from harness.cluster import LABEL_RUN
-from harness.db import Db
+from harness.containers.cluster import LABEL_RUN
+from harness.containers.db import Db
 from harness.wait import wait_for
 from nodes.client import Client, DefiniteFailure
 

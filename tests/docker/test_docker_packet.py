@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from harness.db import Db
+from harness.containers.db import Db
 from harness.wait import wait_for
 from nemesis import packet
 from nemesis.packet import Magnitudes, PacketFault

@@ -16,7 +16,7 @@ from itertools import permutations
 import pytest
 from test_docker_network_faults import probe
 
-from harness.db import Db
+from harness.containers.db import Db
 from harness.wait import wait_for
 from nemesis.partition import PartitionFault, clog, rules_left, unclog
 from nemesis.recipes import PartKillFault, PauseKillFault, StaleLeaderFault, SwizzleClogFault

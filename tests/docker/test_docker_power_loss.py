@@ -21,9 +21,9 @@ from pathlib import Path
 import docker
 import pytest
 
-from harness import cluster
-from harness.cluster import Removed, remove_labelled
-from harness.db import Db
+from harness.containers import cluster
+from harness.containers.cluster import Removed, remove_labelled
+from harness.containers.db import Db
 from harness.errors import HarnessError
 from harness.wait import wait_for
 from nemesis.power import LAZYFS, POWER_LOSS, PowerFault

@@ -10,8 +10,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from harness.cluster import LABEL_RUN, Cluster, Node, new_run_id
-from harness.db import Db
+from harness.containers.cluster import LABEL_RUN, Cluster, Node, new_run_id
+from harness.containers.db import Db
 from harness.errors import HarnessError
 from tests.support.leftovers import leftovers
 

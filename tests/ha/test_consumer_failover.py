@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.consumers import BATCH, Consumer, HaPuller, Puller, RaftPuller
-from harness.history import History
+from harness.chaos.consumers import BATCH, Consumer, HaPuller, Puller, RaftPuller
+from harness.chaos.history import History
 from nodes.client import Client
 from tests.support.localcluster import Clusters, LocalCluster
 from tests.support.waiting import wait_until

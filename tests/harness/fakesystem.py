@@ -1,6 +1,7 @@
-"""A system under test that lives in memory, so a test runs `harness.run.TestRun` end to end without Docker.
+"""A system under test that lives in memory, so a test runs `harness.chaos.run.TestRun` end to end
+without Docker.
 
-`FakeCluster` is the run's cluster (`harness.rundb.RunDb`, and so the nemesis's `nemesis.base.Nodes`):
+`FakeCluster` is the run's cluster (`harness.chaos.rundb.RunDb`, and so the nemesis's `nemesis.base.Nodes`):
 N fake nodes holding one shared replicated list. An append through a live node lands at the next dense
 index; a node that is not running refuses with `DefiniteFailure`, a paused one with
 `IndeterminateFailure` (a paused process would time out); the leader is the first live node. Its
@@ -23,10 +24,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.chaos.workload import Acked, Served
 from harness.errors import HarnessError
 from harness.system import Finish, System, write_final_log
 from harness.wait import wait_for
-from harness.workload import Acked, Served
 from nodes.client import DefiniteFailure, IndeterminateFailure
 from nodes.payload import payload_id
 from nodes.peers import Address
@@ -106,7 +107,7 @@ class FakeCluster:
     def transfer(self, to: str, timeout: float) -> dict[str, Any]:
         return {"result": "refused: the fake cluster's leader is its first live node"}
 
-    # -- harness.rundb.RunDb
+    # -- harness.chaos.rundb.RunDb
     def setup(self) -> None:
         self.set_up = True
         self.calls.append(("setup", None))
@@ -165,7 +166,7 @@ class FakeCluster:
 
 
 class FakeLog:
-    """A worker's `harness.workload.LogClient`: through one node, the next after a refusal."""
+    """A worker's `harness.chaos.workload.LogClient`: through one node, the next after a refusal."""
 
     def __init__(self, cluster: FakeCluster, home: int) -> None:
         self.cluster = cluster

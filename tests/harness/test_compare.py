@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.compare import summarize, table
+from harness.sweeps.compare import summarize, table
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,7 +63,8 @@ def test_unknown_modes_are_refused_before_anything_runs(tmp_path):
 def test_compare_runs_each_mode_with_one_seed_and_writes_the_table(tmp_path, monkeypatch, capsys):
     import argparse
 
-    from harness import compare, run
+    from harness.chaos import run
+    from harness.sweeps import compare
 
     calls = []
 

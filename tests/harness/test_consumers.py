@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import consumers
-from harness.consumers import Consumer, Pulled
-from harness.history import History
+from harness.chaos import consumers
+from harness.chaos.consumers import Consumer, Pulled
+from harness.chaos.history import History
 from nodes.client import DefiniteFailure, IndeterminateFailure
 
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from harness import flags
-from harness.modes import MODES
+from harness.chaos import flags
+from harness.chaos.modes import MODES
 from nemesis import catalogue
 from nodes.cliparse import Parser, run_subcommands, source_summary, summary
 

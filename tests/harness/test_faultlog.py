@@ -1,9 +1,9 @@
 """The fault log: what each fault did, from a history and the nodes' events (pure, no cluster)."""
 
-from checkers.faultlog import fault_log
-from checkers.faultperiods import FaultPairing
-from checkers.runreader import feed
-from checkers.timeline import TimelineReader
+from checkers.pages.timeline import TimelineReader
+from checkers.run.faultlog import fault_log
+from checkers.run.faultperiods import FaultPairing
+from checkers.run.reader import feed
 
 S = 1_000_000_000
 WALL = 1_700_000_000 * S

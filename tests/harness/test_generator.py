@@ -5,7 +5,14 @@ import random
 
 import pytest
 
-from harness.generator import Mix, Slotted, nemesis_schedule, pacing_delay, parse_concurrency, worker_rng
+from harness.chaos.generator import (
+    Mix,
+    Slotted,
+    nemesis_schedule,
+    pacing_delay,
+    parse_concurrency,
+    worker_rng,
+)
 from nodes.payload import payload_id
 
 

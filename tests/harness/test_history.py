@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from harness.history import History
+from harness.chaos.history import History
 
 
 def lines(path):

@@ -17,11 +17,11 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from harness import flags
-from harness.capabilities import HostFacts, needs_of, parse_facts, probe_script, problems
-from harness.hostsdb import cleanup_script, leftovers_script, wrapper
-from harness.inventory import HostSpec, InventoryError, load_inventory
-from harness.keys import create_key_pair
+from harness.chaos import flags
+from harness.hosts.capabilities import HostFacts, needs_of, parse_facts, probe_script, problems
+from harness.hosts.db import cleanup_script, leftovers_script, wrapper
+from harness.hosts.inventory import HostSpec, InventoryError, load_inventory
+from harness.ssh.keys import create_key_pair
 from nemesis import catalogue
 from nodes.cliparse import run_subcommands
 

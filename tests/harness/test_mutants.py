@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import flags
+from harness.chaos import flags
 from harness.mutants import build, cells, e2e, simhunt
 from harness.mutants.catalogue import CATALOGUE, mutant
 from harness.mutants.model import FAMILIES, Edit, Mutant

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.history import History
-from harness.nemesis_runner import NemesisRunner
-from harness.sshnodes import last_words
+from harness.chaos.history import History
+from harness.chaos.nemesis_runner import NemesisRunner
+from harness.ssh.nodes import last_words
 from nemesis.base import NodeExited
 from nemesis.kill import KILL
 from nemesis.process import ProcessFault, each, not_running

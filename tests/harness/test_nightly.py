@@ -12,16 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from harness import flags, hostsweep, nightly, sweep
-from harness.capabilities import TOOLS, HostFacts
+from harness.chaos import flags
+from harness.chaos.modes import MODES
 from harness.errors import HostsRefused
-from harness.inventory import load_inventory
-from harness.junit import write_junit
-from harness.keys import create_key_pair
-from harness.modes import MODES
+from harness.hosts import sweep
+from harness.hosts.capabilities import TOOLS, HostFacts
+from harness.hosts.inventory import load_inventory
 from harness.mutants.catalogue import CATALOGUE
 from harness.mutants.cells import CAUGHT_BY_CELL, mutant_cell, tonight
-from harness.summary import row_of, write_summary
+from harness.ssh.keys import create_key_pair
+from harness.sweeps import matrix, nightly
+from harness.sweeps.junit import write_junit
+from harness.sweeps.summary import row_of, write_summary
 from nemesis import catalogue
 from systems import SYSTEMS
 
@@ -29,28 +31,28 @@ REPO = Path(__file__).resolve().parents[2]
 MINUTE = 60.0
 
 
-def by_name(name: str) -> sweep.Cell:
+def by_name(name: str) -> matrix.Cell:
     mutants = [mutant_cell(m) for m in CATALOGUE]
-    return next(cell for cell in (*sweep.MATRIX, *mutants) if cell.name == name)
+    return next(cell for cell in (*matrix.MATRIX, *mutants) if cell.name == name)
 
 
 def test_every_family_runs_alone_in_dledger_and_in_each_master_slave_mode_or_says_why_not():
-    alone = {(cell.mode, cell.nemesis) for cell in sweep.MATRIX}
+    alone = {(cell.mode, cell.nemesis) for cell in matrix.MATRIX}
     for family in catalogue.FAMILIES:
         assert ("dledger", family) in alone, family
         for mode in (m for m in MODES if MODES[m].master_slave):
-            assert ((mode, family) in alone) != (family in sweep.NOT_IN_MASTER_SLAVE), (mode, family)
-    assert {cell.mode for cell in sweep.MATRIX} == {*MODES, *(set(SYSTEMS) - {"dledger"})}, "every system"
-    assert {cell.flush for cell in sweep.MATRIX if cell.mode in MODES} == {"sync", "async"}
-    assert {cell.flush for cell in sweep.MATRIX if cell.mode not in MODES} == {None}
-    assert {cell.nodes for cell in sweep.MATRIX} == {3, 5}
-    assert {"default", "all"} <= {cell.nemesis for cell in sweep.MATRIX}
+            assert ((mode, family) in alone) != (family in matrix.NOT_IN_MASTER_SLAVE), (mode, family)
+    assert {cell.mode for cell in matrix.MATRIX} == {*MODES, *(set(SYSTEMS) - {"dledger"})}, "every system"
+    assert {cell.flush for cell in matrix.MATRIX if cell.mode in MODES} == {"sync", "async"}
+    assert {cell.flush for cell in matrix.MATRIX if cell.mode not in MODES} == {None}
+    assert {cell.nodes for cell in matrix.MATRIX} == {3, 5}
+    assert {"default", "all"} <= {cell.nemesis for cell in matrix.MATRIX}
 
 
 def test_cells_have_unique_names_reasons_and_flags_the_run_command_accepts(tmp_path):
-    names = [cell.name for cell in sweep.MATRIX]
+    names = [cell.name for cell in matrix.MATRIX]
     assert len(names) == len(set(names))
-    for cell in sweep.MATRIX:
+    for cell in matrix.MATRIX:
         assert cell.expect in ("valid", "invalid") and cell.why, cell.name
         args = nightly.run_args(cell, 5, tmp_path)
         design = args.mode if cell.mode in MODES else args.system
@@ -61,11 +63,11 @@ def test_cells_have_unique_names_reasons_and_flags_the_run_command_accepts(tmp_p
 
 
 def test_the_controls_expect_invalid_and_are_the_four_known_to_lose_writes():
-    assert [cell.name for cell in sweep.MATRIX if cell.control] == [
+    assert [cell.name for cell in matrix.MATRIX if cell.control] == [
         "dledger-power-loss-async-3n-all-nodes", "master-slave-async-isolate-lose-sync-3n",
         "master-slave-async-power-loss-async-3n-all-nodes", "nats-power-loss-3n-all-nodes"]
-    assert all(cell.expect == "invalid" and cell.known_risk is None for cell in sweep.CONTROLS)
-    power = sweep.CONTROLS[0].argv()
+    assert all(cell.expect == "invalid" and cell.known_risk is None for cell in matrix.CONTROLS)
+    power = matrix.CONTROLS[0].argv()
     assert power[power.index("--power-loss-targets") + 1] == "all"
     assert power[len(power) - 1 - power[::-1].index("--nemesis-concurrency") + 1] == "1"
 
@@ -79,9 +81,9 @@ def test_designs_outside_their_fault_model_are_marked():
 
 @pytest.mark.parametrize("minutes", [1, 5, 20, 35, 60, 1000])
 def test_the_plan_is_deterministic_starts_with_every_control_and_keeps_to_the_budget(minutes):
-    cells = sweep.chosen()
-    picked = sweep.plan(cells, minutes * MINUTE)
-    assert picked == sweep.plan(list(cells), minutes * MINUTE)
+    cells = matrix.chosen()
+    picked = matrix.plan(cells, minutes * MINUTE)
+    assert picked == matrix.plan(list(cells), minutes * MINUTE)
     controls = [cell for cell in cells if cell.control]
     assert picked[:len(controls)] == controls
     estimate = sum(cell.estimate_s for cell in picked)
@@ -92,23 +94,23 @@ def test_the_plan_is_deterministic_starts_with_every_control_and_keeps_to_the_bu
 
 
 def test_the_default_budget_spreads_over_families_modes_systems_flush_policies_and_sizes():
-    picked = sweep.plan(sweep.chosen(), 45 * MINUTE)
+    picked = matrix.plan(matrix.chosen(), 45 * MINUTE)
     assert 40 * MINUTE <= sum(cell.estimate_s for cell in picked) <= 45 * MINUTE
     assert {cell.nemesis for cell in picked if cell.mode == "dledger"} >= set(catalogue.FAMILIES)
-    assert {cell.mode for cell in picked} == set(sweep.DESIGNS)
+    assert {cell.mode for cell in picked} == set(matrix.DESIGNS)
     assert {cell.flush for cell in picked if cell.mode in MODES} == {"sync", "async"}
     assert {cell.nodes for cell in picked} == {3, 5}
     assert all(sum(cell.mode == mode for cell in picked) >= 5 for mode in MODES)
 
 
 def test_seeds_multiply_each_cell_and_only_keeps_the_named_cells():
-    one, two = sweep.plan(sweep.chosen(), 45 * MINUTE), sweep.plan(sweep.chosen(), 45 * MINUTE, seeds=2)
+    one, two = matrix.plan(matrix.chosen(), 45 * MINUTE), matrix.plan(matrix.chosen(), 45 * MINUTE, seeds=2)
     assert 2 * sum(cell.estimate_s for cell in two) <= 45 * MINUTE < 2 * sum(cell.estimate_s for cell in one)
-    assert [cell.name for cell in sweep.chosen("dledger-kill,master-slave-sync-kill")] == [
+    assert [cell.name for cell in matrix.chosen("dledger-kill,master-slave-sync-kill")] == [
         "dledger-kill-sync-3n", "master-slave-sync-kill-sync-3n"]
 
 
-def run_folder(root: Path, cell: sweep.Cell, valid: bool | str | None, *, error: str | None = None) -> Path:
+def run_folder(root: Path, cell: matrix.Cell, valid: bool | str | None, *, error: str | None = None) -> Path:
     """A run folder as `harness run` leaves it: test.json, and results.json and report.html if checked."""
     run_dir = root / cell.name / "20260101T000000"
     run_dir.mkdir(parents=True)
@@ -136,7 +138,7 @@ def run_folder(root: Path, cell: sweep.Cell, valid: bool | str | None, *, error:
 
 
 def test_rows_say_outcome_anomalies_faults_that_bit_and_the_teeth_message(tmp_path):
-    kill, control = by_name("dledger-kill-sync-3n"), sweep.CONTROLS[0]
+    kill, control = by_name("dledger-kill-sync-3n"), matrix.CONTROLS[0]
     bad = row_of(kill, 4, run_folder(tmp_path, kill, False), 1, 70.04, tmp_path)
     assert (bad.verdict, bad.outcome, bad.anomalies) == ("invalid", "fail", {"lost": 12, "divergence": 3})
     assert "expected valid, got invalid (lost 12, divergence 3)" in bad.message
@@ -166,7 +168,7 @@ def test_known_risks_errors_and_interrupts_have_their_own_outcomes(tmp_path):
 
 
 def test_the_summary_and_junit_files_show_every_run(tmp_path):
-    kill, control = by_name("dledger-kill-sync-3n"), sweep.CONTROLS[1]
+    kill, control = by_name("dledger-kill-sync-3n"), matrix.CONTROLS[1]
     lose = by_name("dledger-lose-node-sync-3n")
     rows = [row_of(kill, 4, run_folder(tmp_path / "a", kill, True), 0, 61.26, tmp_path),
             row_of(control, 4, run_folder(tmp_path / "b", control, True), 0, 50.0, tmp_path),
@@ -202,7 +204,7 @@ def test_the_summary_and_junit_files_show_every_run(tmp_path):
 @pytest.fixture
 def fake_sweep(tmp_path, monkeypatch):
     """`nightly.run` with `run_test` answering from `verdicts` (cell name -> valid, or an exception)."""
-    from harness import run
+    from harness.chaos import run
 
     verdicts: dict[str, object] = {}
     ran: list[tuple[str, int]] = []
@@ -315,7 +317,7 @@ def test_dry_run_lists_the_plan_through_the_cli_and_runs_nothing(tmp_path):
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0] == (f"nightly: 5 of {len(sweep.MATRIX)} cells within 5 min, 1 seed(s) each from seed 3: "
+    assert lines[0] == (f"nightly: 5 of {len(matrix.MATRIX)} cells within 5 min, 1 seed(s) each from seed 3: "
                         "about 4.5 min")
     assert lines[1].split() == ["1", "dledger-power-loss-async-3n-all-nodes", "expects", "invalid", "65", "s",
                                 "control"]
@@ -354,15 +356,15 @@ def test_a_cell_is_skipped_when_it_needs_more_nodes_than_hosts_or_faults_its_hos
     inventory = load_inventory(hosts_file(tmp_path, 4))
     facts = {"n1": READY, "n2": READY, "n3": READY, "n4": NO_IPTABLES}
     for name in ("dledger-kill-sync-3n", "dledger-partition-sync-3n", "dledger-power-loss-sync-3n"):
-        assert hostsweep.why_not(by_name(name), inventory, facts) is None, name
-    assert hostsweep.why_not(by_name("dledger-partition-sync-5n"), inventory, facts) == (
+        assert sweep.why_not(by_name(name), inventory, facts) is None, name
+    assert sweep.why_not(by_name("dledger-partition-sync-5n"), inventory, facts) == (
         f"needs 5 nodes; {inventory.path} names 4 hosts")
     three = inventory.first(3)
-    assert hostsweep.why_not(by_name("dledger-kill-sync-3n"), three, {**facts, "n3": NO_IPTABLES}) is None
-    assert hostsweep.why_not(by_name("dledger-part-kill-sync-3n"), three, {**facts, "n3": NO_IPTABLES}) == (
+    assert sweep.why_not(by_name("dledger-kill-sync-3n"), three, {**facts, "n3": NO_IPTABLES}) is None
+    assert sweep.why_not(by_name("dledger-part-kill-sync-3n"), three, {**facts, "n3": NO_IPTABLES}) == (
         "n3: part-kill needs iptables, which is not installed (Debian package iptables)")
     no_fuse = {**facts, "n1": replace(READY, dev_fuse=False), "n2": replace(READY, uid=1000)}
-    assert hostsweep.why_not(by_name("dledger-power-loss-sync-3n"), three, no_fuse) == (
+    assert sweep.why_not(by_name("dledger-power-loss-sync-3n"), three, no_fuse) == (
         "n1: power-loss needs FUSE, but it lacks /dev/fuse; n2: power-loss needs root privileges: user root "
         "is not root (log in as root, or give root passwordless sudo and set sudo = true)")
 
@@ -381,11 +383,11 @@ def test_a_cell_runs_on_the_first_hosts_of_a_larger_inventory(tmp_path):
 def hosts_sweep(fake_sweep, tmp_path, monkeypatch):
     """`fake_sweep` on a 3-host inventory whose probe answers `facts`: (verdicts, the runs, `sweep(only)`:
     the exit code of `nightly.run` over the cells `only` names, facts, the hosts each run got, the file)."""
-    from harness import run
+    from harness.chaos import run
 
     verdicts, ran, _ = fake_sweep
     facts = {"n1": READY, "n2": READY, "n3": READY}
-    monkeypatch.setattr(hostsweep, "probe", lambda inventory: facts)
+    monkeypatch.setattr(sweep, "probe", lambda inventory: facts)
     inventories: list[list[str]] = []
     fake_run_test = run.run_test
 
@@ -444,7 +446,7 @@ def test_with_hosts_that_can_run_none_of_the_cells_or_no_test_at_all_the_sweep_e
     def refused(inventory):
         raise HostsRefused(f"the hosts of {path} cannot run this test:\n  n2: python3 is not installed")
 
-    monkeypatch.setattr(hostsweep, "probe", refused)
+    monkeypatch.setattr(sweep, "probe", refused)
     assert sweep_on_hosts("dledger-kill-sync") == 254
     assert "n2: python3 is not installed" in capsys.readouterr().err
     assert ran == [] and not (path.parent / "results").exists()

@@ -3,7 +3,7 @@
 import io
 import time
 
-from harness.progress import ProgressLine, run_status
+from harness.chaos.progress import ProgressLine, run_status
 
 
 class FakeTty(io.StringIO):
@@ -48,7 +48,7 @@ def test_status_text():
 
 
 def test_leader_watch_counts_changes_not_silences():
-    from harness.progress import LeaderWatch
+    from harness.chaos.progress import LeaderWatch
 
     watch = LeaderWatch("n1")
     for seen in ("n1", None, "n2", "n2", None, "n1"):

@@ -2,7 +2,7 @@
 
 import json
 
-from harness.results import create_run_dir, point_latest, write_json
+from harness.chaos.results import create_run_dir, point_latest, write_json
 
 
 def test_run_dirs_are_fresh_and_latest_follows(tmp_path):

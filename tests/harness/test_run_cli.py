@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import run as run_module
 from harness.__main__ import COMMANDS
+from harness.chaos import run as run_module
 from nodes.cliparse import run_subcommands
 
 REPO = Path(__file__).resolve().parents[2]

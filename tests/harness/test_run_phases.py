@@ -1,7 +1,8 @@
-"""The run's phases without Docker: `harness.run.run_test` drives a fake system (tests/harness/fakesystem.py)
-end to end — setup, workload with the kill family, heal, catch-up, final reads, collect, check (by the
-session's warm checker service), teardown, report — and the results folder it leaves is complete; its
-must-fail twin loses an acknowledged append, and an interrupted run ends unknown, torn down."""
+"""The run's phases without Docker: `harness.chaos.run.run_test` drives a fake system
+(tests/harness/fakesystem.py) end to end — setup, workload with the kill family, heal, catch-up, final
+reads, collect, check (by the session's warm checker service), teardown, report — and the results folder
+it leaves is complete; its must-fail twin loses an acknowledged append, and an interrupted run ends
+unknown, torn down."""
 
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from harness import flags
-from harness.run import run_test
+from harness.chaos import flags
+from harness.chaos.run import run_test
 from tests.harness.fakesystem import FakeSystem, InterruptingSystem, LosingSystem
 
 SEED = 7
 NODES = ["n1", "n2", "n3"]
 # The kill family fires at least once in 3 s: the schedule's first fault starts one interval in, lasts
-# 0.75-1.25 intervals and must stop half an interval before the time limit (harness.generator).
+# 0.75-1.25 intervals and must stop half an interval before the time limit (harness.chaos.generator).
 KILL_FLAGS = ["--nemesis", "kill", "--time-limit", "3", "--nemesis-interval", "1", "--nodes", "3",
               "--rate", "200"]
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.runindex import scan
-from harness.serve import Refused, ResultsServer, inside
+from harness.serving.runindex import scan
+from harness.serving.serve import Refused, ResultsServer, inside
 from nodes.cliparse import run_subcommands
 from tests.support.serving import serve
 
-COMMANDS = {"serve": "harness.serve"}
+COMMANDS = {"serve": "harness.serving.serve"}
 
 
 def make_run(root: Path, rel: str, test: dict | None, results: dict | None = None) -> Path:

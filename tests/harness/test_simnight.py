@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import simnight
+from harness.sweeps import simulator
 
 
 def test_a_clean_stage_is_one_passing_row_naming_the_seeds_it_ran(tmp_path: Path) -> None:
-    [row] = simnight.run_simulator(4242, 2.0, tmp_path)
+    [row] = simulator.run_simulator(4242, 2.0, tmp_path)
     figures = json.loads((tmp_path / "simulator.json").read_text())
     assert figures["start"] == 4242 and figures["seeds"] > 0 and not figures["violations"]
     assert (row.outcome, row.verdict, row.seed, row.cell) == ("pass", "valid", 4242,
@@ -30,8 +30,8 @@ def test_each_violating_seed_is_a_failing_row_whose_message_replays_it(
         stdout.write(f"seed 17: VIOLATION election safety\nreplay: {replay}\n")  # type: ignore[attr-defined]
         return subprocess.CompletedProcess(argv, 1)
 
-    monkeypatch.setattr(simnight.subprocess, "run", fake_run)
-    summary, first, second = simnight.run_simulator(10, 1.0, tmp_path)
+    monkeypatch.setattr(simulator.subprocess, "run", fake_run)
+    summary, first, second = simulator.run_simulator(10, 1.0, tmp_path)
     assert summary.outcome == "pass" and summary.cell == "simulator-seeds-40"
     assert (first.outcome, first.verdict, first.seed, first.reproduce) == ("fail", "invalid", 17, replay)
     assert first.message == f"simulator seed 17: election safety; replay: {replay}"
@@ -40,7 +40,7 @@ def test_each_violating_seed_is_a_failing_row_whose_message_replays_it(
 
 def test_a_simulator_that_writes_no_report_is_a_failing_row(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(simnight.subprocess, "run",
+    monkeypatch.setattr(simulator.subprocess, "run",
                         lambda argv, stdout, stderr: subprocess.CompletedProcess(argv, 255))
-    [row] = simnight.run_simulator(1, 1.0, tmp_path)
+    [row] = simulator.run_simulator(1, 1.0, tmp_path)
     assert row.outcome == "fail" and row.verdict == "error" and "exit 255" in (row.message or "")

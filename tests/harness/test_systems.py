@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import flags
+from harness.chaos import flags
 from harness.system import refusals
 from nemesis import catalogue
 from systems import SYSTEMS

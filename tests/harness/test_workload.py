@@ -7,10 +7,17 @@ import json
 import random
 import threading
 
-from harness.generator import Mix
-from harness.history import History
-from harness.nemesis_runner import NemesisRunner
-from harness.workload import DIRECT_READ_TIMEOUT_S, Acked, LeaseGate, Served, WorkloadState, start_workers
+from harness.chaos.generator import Mix
+from harness.chaos.history import History
+from harness.chaos.nemesis_runner import NemesisRunner
+from harness.chaos.workload import (
+    DIRECT_READ_TIMEOUT_S,
+    Acked,
+    LeaseGate,
+    Served,
+    WorkloadState,
+    start_workers,
+)
 from nemesis.clock import CLOCK
 from nemesis.pause import PAUSE
 from nemesis.recipes import STALE_LEADER

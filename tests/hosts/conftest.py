@@ -18,11 +18,11 @@ import docker
 import docker.errors
 import pytest
 
-from harness.control import Ssh
-from harness.hostsdb import leftovers
-from harness.image import IMAGE_DIR, ensure_base, files_hash
-from harness.inventory import load_inventory
-from harness.keys import KeyPair, create_key_pair
+from harness.containers.image import IMAGE_DIR, ensure_base, files_hash
+from harness.hosts.db import leftovers
+from harness.hosts.inventory import load_inventory
+from harness.ssh.control import Ssh
+from harness.ssh.keys import KeyPair, create_key_pair
 from tests.support.compose import compose_project
 from tests.support.compose import leftovers as compose_leftovers
 

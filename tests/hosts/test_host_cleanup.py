@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from harness.hostsdb import cleanup_script, host_cleanups, leftovers_script
-from harness.inventory import HostSpec
+from harness.hosts.db import cleanup_script, host_cleanups, leftovers_script
+from harness.hosts.inventory import HostSpec
 from nemesis import catalogue
 from tests.nemesis.recording import RecordingNodes
 

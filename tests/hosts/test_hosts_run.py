@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from harness.hostsdb import HostsDb, clean_hosts
-from harness.inventory import load_inventory
-from harness.keys import create_key_pair
-from harness.rundb import check_hosts
+from harness.chaos.rundb import check_hosts
+from harness.hosts.db import HostsDb, clean_hosts
+from harness.hosts.inventory import load_inventory
+from harness.ssh.keys import create_key_pair
 from nemesis.partition import apply_grudge
 from tests.hosts.conftest import SshHosts
 from tests.support.localcluster import free_ports

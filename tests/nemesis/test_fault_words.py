@@ -1,4 +1,4 @@
-"""The report's fault detail in words (checkers.faultwords), on the values the families really
+"""The report's fault detail in words (checkers.pages.faultwords), on the values the families really
 record: docs/formats.md's nemesis lines through the fault log, and the families' own `start`
 against the recording stand-in."""
 
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from recording import RecordingNodes
 
-from checkers.faultlog import fault_log
-from checkers.faultwords import cut, describe
+from checkers.pages.faultwords import cut, describe
+from checkers.run.faultlog import fault_log
 from nemesis.catalogue import build, parse_options, vocabulary
 from nemesis.partition import PartitionFault
 

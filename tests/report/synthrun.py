@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from checkers.faultlog import fault_log
+from checkers.run.faultlog import fault_log
 from checkers.synth import Sim, simulate
 from nemesis import catalogue
 

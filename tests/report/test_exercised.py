@@ -1,4 +1,4 @@
-"""What a run exercised (`checkers.exercised`): rules summed over nodes and incarnations, the
+"""What a run exercised (`checkers.run.exercised`): rules summed over nodes and incarnations, the
 elections, whether the faults bit; the verdict line's clause and the report's rules table."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from checkers.exercised import NO_BITE, bite, exercised, run_summary
+from checkers.checks.verdict import decide, table, verdict_line
 from checkers.jsonlines import InputError
 from checkers.layout import ResultsDir
-from checkers.report import write_report
-from checkers.verdict import decide, table, verdict_line
+from checkers.pages.report import write_report
+from checkers.run.exercised import NO_BITE, bite, exercised, run_summary
 from nodes.coverage import RULES
 from tests.report.synthrun import build_run
 
@@ -177,7 +177,7 @@ def test_a_report_of_results_without_the_tally_says_it_was_not_recorded(tmp_path
 
 @pytest.mark.spark
 def test_the_check_writes_the_tally_and_the_bite_into_results_json(spark, tmp_path):
-    from checkers.check import check
+    from checkers.checks.check import check
 
     folder = build_run(tmp_path / "run")
     with (folder / "nodes" / "n2" / "events.jsonl").open("a") as f:

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from checkers import runreader
-from checkers.afterrun import AfterRun
-from checkers.faultlog import fault_log
-from checkers.report import write_report
-from checkers.runreader import RunReader
-from checkers.verdict import decide
-from checkers.witnesses import HistoryLookup
+import checkers.run.reader
+from checkers.checks.verdict import decide
+from checkers.checks.witnesses import HistoryLookup
+from checkers.pages.report import write_report
+from checkers.run.afterrun import AfterRun
+from checkers.run.faultlog import fault_log
+from checkers.run.reader import RunReader
 from tests.browser.conftest import lost_witness
 from tests.report.synthrun import WALL, build_run
 
@@ -64,7 +64,7 @@ def test_a_full_report_opens_the_history_and_each_nodes_events_once(tmp_path, op
 
 
 def test_a_run_feeds_the_fault_log_and_the_report_from_one_pass(tmp_path, opens):
-    """As harness/run.py does: the history's pass before the check, the events' once collected, the
+    """As harness/chaos/run.py does: the history's pass before the check, the events' once collected, the
     fault log for test.json; the report after the check, with the verdict in hand."""
     folder, results = invalid_run(tmp_path / "run")
     test = json.loads((folder / "test.json").read_text())
@@ -83,7 +83,7 @@ def test_a_run_feeds_the_fault_log_and_the_report_from_one_pass(tmp_path, opens)
 
 
 def test_the_lookup_after_the_pass_finds_what_watching_the_whole_history_finds(tmp_path, monkeypatch):
-    monkeypatch.setattr(runreader, "STRIDE", 5)  # the fetch crosses many remembered offsets
+    monkeypatch.setattr(checkers.run.reader, "STRIDE", 5)  # the fetch crosses many remembered offsets
     folder = build_run(tmp_path / "run")
     lines = [json.loads(line) for line in (folder / "history.jsonl").read_text().splitlines()]
     wanted = set(random.Random(3).sample(range(len(lines)), 40)) | {0, len(lines) - 1, len(lines) + 5}

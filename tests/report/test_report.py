@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-import harness.report
+import harness.serving.report
+from checkers.checks.verdict import decide
 from checkers.jsonlines import InputError
-from checkers.leaders import Leadership
-from checkers.nodeseries import SeriesReader
-from checkers.report import write_report
-from checkers.runreader import RunReader
-from checkers.thinning import Thinned
-from checkers.timeline import build_timeline
-from checkers.verdict import decide
+from checkers.pages.report import write_report
+from checkers.pages.thinning import Thinned
+from checkers.pages.timeline import build_timeline
+from checkers.run.leaders import Leadership
+from checkers.run.nodeseries import SeriesReader
+from checkers.run.reader import RunReader
 from harness.__main__ import main as harness_main
 from tests.report.synthrun import WALL, build_run
 
@@ -200,6 +200,6 @@ def test_harness_report_internal_error_exits_255(tmp_path, monkeypatch):
     def broken(*_args):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(harness.report, "write_report", broken)
+    monkeypatch.setattr(harness.serving.report, "write_report", broken)
     monkeypatch.setattr(sys, "argv", ["harness", "report", str(folder)])
     assert harness_main() == 255

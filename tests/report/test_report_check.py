@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from checkers.__main__ import COMMANDS
-from checkers.verdict import CHECKS
+from checkers.checks.verdict import CHECKS
 from nodes.cliparse import run_subcommands
 from tests.report.synthrun import build_run
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from checkers import optimeline
 from checkers.jsonlines import InputError
-from checkers.optimeline import witnesses, write_timeline
+from checkers.pages import optimeline
+from checkers.pages.optimeline import witnesses, write_timeline
 from nemesis import catalogue
 
 MS = 1_000_000

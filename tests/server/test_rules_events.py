@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers.exercised import exercised
+from checkers.run.exercised import exercised
 from nodes import coverage
 from nodes.clock import NodeClock
 from nodes.events import EVENTS_FILE, EventLog

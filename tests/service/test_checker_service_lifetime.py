@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from checkers.autostart import IDLE_S
-from checkers.service import ping
+from checkers.service.autostart import IDLE_S
+from checkers.service.server import ping
 from checkers.synth import simulate
 from harness.wait import wait_for
 from tests.support.checkerservice import checker_service

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
 
-from checkers.service import ping
+from checkers.service.server import ping
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -22,7 +22,7 @@ import docker
 import pytest
 import yaml
 
-from harness.cluster import LABEL_RUN
+from harness.containers.cluster import LABEL_RUN
 from tests.support.leftovers import leftovers
 from tests.support.localcluster import free_ports
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import docker
 
-from harness.cluster import LABEL_RUN
+from harness.containers.cluster import LABEL_RUN
 
 
 def leftovers(client: docker.DockerClient, run_id: str) -> list[str]:

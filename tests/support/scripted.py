@@ -33,7 +33,7 @@ class ScriptedCluster:
     def __init__(self, n: int = 3, *, config: CoreConfig | None = None, seed: int = 0,
                  logs: dict[str, list[Entry]] | None = None,
                  terms: dict[str, tuple[int, str | None]] | None = None,
-                 down: tuple[str, ...] = (), tick_ms: float = 5.0, **timing: float) -> None:
+                 down: tuple[str, ...] = (), tick_ms: float = 5.0, **timing: int) -> None:
         self.names = [f"n{i + 1}" for i in range(n)]
         base = config or CoreConfig()
         self.config = replace(base, timing=replace(base.timing, **timing)) if timing else base

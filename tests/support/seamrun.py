@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.consumers import Puller
-from harness.db import Db
+from harness.chaos.consumers import Puller
+from harness.chaos.workload import Acked, LogClient
+from harness.containers.db import Db
 from harness.wait import wait_for
-from harness.workload import Acked, LogClient
 from nodes.client import ClientError
 from nodes.payload import encode_payload
 

@@ -1,5 +1,5 @@
 """Fixtures of the etcd tests: the etcd image (built once a session, progress shown) and clusters made
-the way a run makes them, through the system seam: `harness.db.Db(3, system=Etcd(...))`, every
+the way a run makes them, through the system seam: `harness.containers.db.Db(3, system=Etcd(...))`, every
 member started over SSH, until one leads. A cluster's fixture checks, once it is torn down, that no
 container, network or volume of its run is left."""
 
@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import docker  # type: ignore[import-untyped]
 import pytest
 
-from harness.cluster import new_run_id
-from harness.db import Db
-from harness.image import ensure_base
+from harness.containers.cluster import new_run_id
+from harness.containers.db import Db
+from harness.containers.image import ensure_base
 from harness.wait import wait_for
 from systems.etcd import Etcd
 from systems.etcd.client import EtcdClient

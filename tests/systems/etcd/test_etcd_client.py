@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from harness.consumers import BATCH
+from harness.chaos.consumers import BATCH
 from nodes.client import DefiniteFailure, IndeterminateFailure
 from systems.etcd.client import EtcdClient
 from systems.etcd.gateway import b64

@@ -1,5 +1,5 @@
 """A real 3-member etcd cluster (bookworm's etcd-server 3.4.23) made the way a run makes it
-(`harness.db.Db` with `Etcd`, each member started over SSH): the log workload's appends land at
+(`harness.containers.db.Db` with `Etcd`, each member started over SSH): the log workload's appends land at
 dense indexes, read back linearizably and serializably from every member, a retried append does
 not duplicate, move-leader moves it, appends go on after a kill -9 of the leader and the killed
 member comes back with its log; `--unsafe-no-fsync` is accepted. One test goes through the seam
@@ -14,7 +14,7 @@ from pathlib import Path
 import docker  # type: ignore[import-untyped]
 import pytest
 
-from harness.db import Db
+from harness.containers.db import Db
 from harness.wait import wait_for
 from nemesis.base import NodeExited
 from nemesis.disk import DiskFault

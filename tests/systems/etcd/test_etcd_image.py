@@ -1,4 +1,4 @@
-"""The etcd image's recipe and name (systems/etcd/image.py, harness.image.SystemImage); the built
+"""The etcd image's recipe and name (systems/etcd/image.py, harness.containers.image.SystemImage); the built
 image's label and version."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import dataclasses
 import docker  # type: ignore[import-untyped]
 import pytest
 
-from harness.cluster import LABEL_RUN
-from harness.image import LABEL_SOURCES
+from harness.containers.cluster import LABEL_RUN
+from harness.containers.image import LABEL_SOURCES
 from systems.etcd import image
 
 

@@ -1,4 +1,4 @@
-"""A 3-server NATS JetStream cluster made the way a run makes it (`harness.db.Db` with `Nats`, each
+"""A 3-server NATS JetStream cluster made the way a run makes it (`harness.containers.db.Db` with `Nats`, each
 server started over SSH, the stream created by `Nats.prepare`), through our own client: publish,
 read back by seq on every server, deduplication of a retried publish, leader step-down, kill -9 of
 the leader; and the precondition of Jepsen's NATS power-loss finding: with the default
@@ -24,8 +24,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from harness.cluster import LABEL_RUN
-from harness.db import Db
+from harness.containers.cluster import LABEL_RUN
+from harness.containers.db import Db
 from harness.wait import wait_for
 from nemesis.disk import DiskFault
 from nodes.client import ClientError

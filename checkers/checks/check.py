@@ -1,0 +1,258 @@
+"""Check results folders: durability and linearizability of the log, consumers, replicas, elections.
+
+`check` checks one folder and writes its results.json; `check_many` checks many in the same
+Spark jobs. The command line is `checkers.checkcli`; the checker service (`checkers.service.server`)
+calls these with its warm Spark session.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from functools import reduce
+from pathlib import Path
+from typing import Any, Protocol
+
+from pyspark.sql import DataFrame, SparkSession
+
+from checkers.checks import consumers, durability, realtime, screen
+from checkers.checks.anomalies import DEFAULT_WITNESSES, SUSPECT, Found, collect_anomalies
+from checkers.checks.elections import election_safety, load_events
+from checkers.checks.finallogs import FinalLogs, load_final_logs
+from checkers.checks.history import load_history
+from checkers.checks.replicas import load_stores, replica_disagreement, replica_flags
+from checkers.checks.tables import Tables
+from checkers.checks.verdict import FINAL, INFORMATIONAL, add_never_read, decide, undecided
+from checkers.engine.preload import PRELOADED, Loaded
+from checkers.engine.progress import Progress, Watch
+from checkers.engine.spark import running, session, shuffle_partitions_for
+from checkers.layout import INPUTS, ResultsDir
+from checkers.run.exercised import run_summary
+
+
+class Pass(Protocol):
+    """One Spark pass over a check run's tables: anomaly rows (`hid, check, key, witness`, see
+    `anomalies`) of one or more of `verdict.REGISTRY`'s checks."""
+
+    def __call__(self, t: Tables, /) -> DataFrame: ...
+
+
+# The exact checks, run when the screen cannot clear every history (or when asked).
+EXACT: tuple[Pass, ...] = (
+    durability.by_id,
+    durability.divergence,
+    durability.hole,
+    durability.uncommitted_read,
+    durability.malformed_answer,
+    realtime.time_order,
+    realtime.future_read,
+)
+
+
+def check(
+    results_dir: Path | str,
+    *,
+    spark_master: str | None = None,
+    witnesses: int = DEFAULT_WITNESSES,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Check one results folder, write its results.json and return the verdict; `progress`
+    hears what it is doing (`checkers.engine.progress`).
+
+    Raises InputError (naming file and line) when an input file is missing or malformed.
+    """
+    layout = ResultsDir.open(results_dir)
+    if progress is not None and not running():
+        progress("starting Spark")
+    spark = session(spark_master)
+    loaded = PRELOADED.take(layout)
+    result = check_many([layout], spark, witnesses=witnesses, loaded=loaded, progress=progress)[0]
+    (layout.path / "results.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def check_many(
+    dirs: list[ResultsDir],
+    spark: SparkSession,
+    *,
+    witnesses: int = DEFAULT_WITNESSES,
+    exact: bool = False,
+    loaded: Loaded | None = None,
+    progress: Progress | None = None,
+) -> list[dict[str, Any]]:
+    """Verdicts for many results folders, checked together in the same Spark jobs.
+
+    The screen (`screen`) runs first; the exact checks run only when it cannot clear every
+    history, or with `exact`. Either way the verdicts are the exact checks' verdicts.
+    `loaded` holds `dirs`' history and final logs when they were loaded already, and the
+    screen's findings from them when it ran already (`preload`). `progress` hears each stage
+    and how far Spark is (`checkers.engine.progress`).
+    """
+    started = time.monotonic()
+    lost_where: dict[int, dict[str, int]] = {}
+    unread: dict[int, int] = {}
+    partitions = shuffle_partitions_for(_input_bytes(dirs), spark.sparkContext.defaultParallelism)
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    loaded = loaded or Loaded()
+    screened = None if exact or loaded.witnesses != witnesses else loaded.screened
+    # Small jobs run beside the others (Spark takes jobs from many threads): the election
+    # check, on the screen's path the stores' flags, and (in Python) what the nodes exercised.
+    side = ThreadPoolExecutor(max_workers=3, thread_name_prefix="check")
+    with Watch(spark, progress) as watch, side:
+        watch.stage("loading the history and final logs")
+        replicas = None if exact else side.submit(replica_flags, spark, dirs)
+        elections = side.submit(_elections, spark, dirs, witnesses)
+        summaries = [side.submit(run_summary, d) for d in dirs]
+        history = loaded.history or load_history(spark, dirs)
+        try:
+            finals = loaded.finals or load_final_logs(spark, dirs)
+        except BaseException:
+            history.unpersist()
+            raise
+        linearizable = frozenset(hid for hid, d in enumerate(dirs) if d.linearizable_reads)
+        tables = Tables(history, finals, linearizable)
+        try:
+            ready = time.monotonic()
+            watch.stage(f"screening {history.lines:,} history lines")
+            consumed = history.consumed
+            found = {}
+            if replicas is not None:
+                found = screen.findings(spark, tables, witnesses) if screened is None else screened
+                found = _merged(_merged(found, _suspects(replicas.result())), elections.result())
+            flagged = {hid: _flagged(hid, found, finals) for hid in range(len(dirs))}
+            screen_done = time.monotonic()
+            ran_exact = exact or any(flagged.values())
+            if ran_exact:
+                what = sorted({name for names in flagged.values() for name in names}) or ["asked"]
+                watch.stage(f"exact checks (the screen left: {', '.join(what)})")
+                parts = [
+                    *[run(tables) for run in EXACT],
+                    replica_disagreement(load_stores(spark, dirs), finals),
+                    *([consumers.checks(tables)] if consumed else []),
+                    *([realtime.stale_by_id(tables)] if history.whole_reads else []),
+                ]
+                found = _merged(collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses),
+                                elections.result())
+                if any("lost" in checks for checks in found.values()):
+                    watch.stage("placing the lost appends")
+                    lost_where = durability.lost_where(tables)
+            # Without final logs `lost` may end unknown: count what nothing ever read back.
+            drain = [hid for hid, d in enumerate(dirs) if hid not in finals.longest and FINAL in d.inputs]
+            if drain:
+                watch.stage("counting the acknowledged appends never read back")
+                unread = durability.never_read(tables, drain)
+        finally:
+            tables.unpersist()
+    timing = {
+        "load_s": round(ready - started, 3),
+        "screen_s": round(screen_done - ready, 3),
+        "check_s": round(time.monotonic() - ready, 3),
+        "exact_checks": ran_exact,
+        "history_preloaded": loaded.history is not None,
+        "final_logs_preloaded": loaded.finals is not None,
+        "screen_preloaded": screened is not None,
+        "spark_master": spark.sparkContext.master,
+    }
+    results = []
+    for hid, layout in enumerate(dirs):
+        ends = finals.ends.get(hid, {})
+        missing = _missing_inputs(layout, ends)
+        undecidable, not_applicable, notes = _undecidable(layout, ends, missing)
+        stats = {
+            **history.stats.get(hid, {}),
+            "final_log_ends": ends,
+            "cluster_log_node": finals.longest.get(hid),
+            "screen": None if exact else flagged[hid],
+            **timing,
+        }
+        if layout.fault_log is not None:
+            stats["faults"] = layout.fault_log
+        present = frozenset(INPUTS) - missing.keys()
+        verdict = decide(found.get(hid, {}), undecidable, layout.read_mode, stats, [*layout.notes, *notes],
+                         not_applicable, present)
+        if hid in lost_where:
+            verdict["checks"]["lost"]["where"] = lost_where[hid]
+        if hid in unread and FINAL in missing:
+            add_never_read(verdict, unread[hid])
+        if layout.source is not None:
+            verdict["source"] = layout.source
+        results.append({**verdict, **summaries[hid].result()})
+    return results
+
+
+def _suspects(flags: dict[int, set[str]]) -> Found:
+    """`~<check>` findings for each hid -> checks flagged."""
+    return {hid: {SUSPECT + name: (1, []) for name in checks} for hid, checks in flags.items()}
+
+
+def _elections(spark: SparkSession, dirs: list[ResultsDir], witnesses: int) -> Found:
+    """The election-safety findings (exact on either path)."""
+    return collect_anomalies(election_safety(load_events(spark, dirs)), witnesses)
+
+
+def _merged(found: Found, more: Found) -> Found:
+    """`found` with `more`'s checks added to each history's."""
+    return {hid: {**found.get(hid, {}), **more.get(hid, {})} for hid in found.keys() | more.keys()}
+
+
+def _flagged(hid: int, found: Found, finals: FinalLogs) -> list[str]:
+    """What the screen left for the exact checks to decide in history `hid` (empty: cleared).
+
+    Without final logs the screen cannot place reads' ids in the log, so it never clears.
+    """
+    names = {name.removeprefix(SUSPECT) for name in found.get(hid, {}) if name not in INFORMATIONAL}
+    if hid not in finals.longest:
+        names.add("no final logs")
+    return sorted(names)
+
+
+def _input_bytes(dirs: list[ResultsDir]) -> int:
+    return sum(
+        d.history.stat().st_size + sum(p.stat().st_size for p in d.final_logs().values()) for d in dirs
+    )
+
+
+def _missing_inputs(layout: ResultsDir, ends: dict[str, int]) -> dict[str, str]:
+    """The inputs (`layout.INPUTS`) the folder lacks -> what is missing."""
+    missing: dict[str, str] = {}
+    if not ends:
+        missing["final-logs"] = "no final logs (final/<node>.jsonl)"
+    if not layout.event_logs():
+        missing["events"] = "no events (nodes/<node>/events.jsonl)"
+    if not layout.store_dirs():
+        missing["stores"] = "no store files collected (nodes/<node>/data/)"
+    return missing
+
+
+def _undecidable(
+    layout: ResultsDir, ends: dict[str, int], missing: dict[str, str]
+) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """Checks this folder gives nothing to decide on (check -> why), checks that do not apply
+    to it (check -> why), and notes for people; `missing` is `_missing_inputs`."""
+    notes: list[str] = []
+    stores = layout.store_dirs()
+    why, not_applicable = undecided(layout.inputs, missing)
+    if "final-logs" not in layout.inputs:
+        return why, not_applicable, notes
+    missing_logs = layout.missing_final_logs()
+    if missing_logs:
+        notes.append(f"no final log for {len(missing_logs)} node(s): {', '.join(missing_logs)}")
+        if ends and len(ends) < layout.cluster_size() // 2 + 1:
+            why["lost"] = why["consumed-then-lost"] = (
+                f"final logs of {len(ends)} of {layout.cluster_size()} nodes: fewer than a "
+                "majority, a committed entry may be only on the missing nodes"
+            )
+    if stores and not ends and "replica-disagreement" not in not_applicable:
+        why["replica-disagreement"] = "no final logs to tell which store entries were committed"
+    elif stores and set(stores) - set(ends):
+        notes.append(
+            f"store files without a final log, not compared: {', '.join(sorted(set(stores) - set(ends)))}"
+        )
+    return why, not_applicable, notes
+
+
+def internal_error(e: Exception, master: str) -> str:
+    """What went wrong, in one line: the message must say what happened, not only a JVM stack trace."""
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"internal error ({master}): {type(e).__name__}: {first}"

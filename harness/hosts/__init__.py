@@ -1,0 +1,1 @@
+"""Runs on the machines of a TOML inventory: the inventory, capability probe, HostsDb, the sweep's view."""
