@@ -28,6 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from resultfile import write_results
+
 from nodes.client import ClientError
 from nodes.payload import encode_payload
 from tests.support.localcluster import LocalCluster
@@ -182,9 +184,7 @@ def main() -> int:
               f"elected p50 {result['elected_p50_ms']} ms, "
               f"{result['kills_needing_more_than_one_election']} needed more than one election; "
               f"{result['quiet_elections']} elections in {args.quiet:g} s without faults)", flush=True)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    write_results(RESULTS, results)
     return 0
 
 

@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import functools
 import gc
-import json
 import os
 import platform
 import sys
@@ -29,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pysyncobj_rate import max_sustained_rate
+from resultfile import write_results
 
 from nodes.clientapi import AppendRequest
 from nodes.messages import ResponseCode
@@ -162,9 +162,7 @@ def main() -> int:
             results["ratio"] = {flush: round(results["dledger"][flush]["appends_per_s"] / rate, 2)
                                 for flush in ("async", "sync")}
         print(f"pysyncobj: {rate} calls/s sustained; ratio {results.get('ratio')}", flush=True)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    write_results(RESULTS, results)
     return 0
 
 

@@ -14,7 +14,6 @@ and writes bench/results/store.json.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import shutil
 import sys
@@ -25,6 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from resultfile import write_results
 
 from nodes.store.mmapstore import MmapStore
 
@@ -123,12 +124,10 @@ def main() -> int:
           f"(target >= 150000); async/sync with {THREADS} appenders: "
           f"{targets['sync_vs_async_64_threads_100B']}x for 100 B, "
           f"{targets['sync_vs_async_64_threads_4KiB']}x for 4 KiB (target <= 5x)")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({
+    write_results(RESULTS, {
         "command": "make bench-store", "quick": args.quick, "python": platform.python_version(),
         "machine": f"{platform.machine()}, {len(__import__('os').sched_getaffinity(0))} cpus",
-        "results": rows, "targets": targets}, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+        "results": rows, "targets": targets})
     return 0
 
 

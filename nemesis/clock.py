@@ -20,6 +20,7 @@ import shlex
 from typing import Any
 
 from nemesis.base import Family, HostCleanup, Nodes, Option, comma_list, positive
+from nemesis.process import UndoEach
 from nemesis.targets import pick, targets_option
 from nodes.clock import OFFSET_FILE
 
@@ -33,7 +34,7 @@ STROBE_CLEANUP = HostCleanup(
 
 
 
-class ClockFault:
+class ClockFault(UndoEach):
     """Skews the targets' clocks by a seeded amount; see the module doc."""
 
     def __init__(self, nodes: Nodes, targets: tuple[str, ...], modes: tuple[str, ...], max_skew_ms: float,
@@ -43,7 +44,7 @@ class ClockFault:
         self.modes = modes
         self.max_skew_ms = max_skew_ms
         self.strobe_ms = strobe_ms
-        self.skewed: list[str] = []
+        self.hurt = []  # the nodes skewed since the last stop
 
     def _path(self) -> str:
         return shlex.quote(f"{self.nodes.data_dir}/{OFFSET_FILE}")
@@ -69,38 +70,23 @@ class ClockFault:
                         f"{self._write(0)}; sleep {period:.3f}; done")
                 self.nodes.exec(node, f"setsid sh -c {shlex.quote(loop)} > /dev/null 2>&1 < /dev/null & "
                                       f"echo $! > {STROBE_PID}")
-            if node not in self.skewed:
-                self.skewed.append(node)
+            if node not in self.hurt:
+                self.hurt.append(node)
         value: dict[str, Any] = {"mode": mode, "target": spec, "targets": victims, "leader": leader,
                                  "offsets_ms": offsets}
         if mode == "strobe":
             value["period_ms"] = self.strobe_ms
         return value
 
-    def _reset(self, node: str) -> None:
+    def _undo(self, node: str) -> None:
+        """Reset `node`'s clock: stop its strobe, remove its offset file."""
         self.nodes.exec(node, f"if [ -f {STROBE_PID} ]; then kill $(cat {STROBE_PID}) 2>/dev/null; "
                               f"rm -f {STROBE_PID}; fi; rm -f {self._path()} {self._path()}.tmp")
 
-    def stop(self) -> dict[str, Any]:
-        reset = sorted(self.skewed)
-        for node in reset:
-            self._reset(node)
-        self.skewed.clear()
-        return {"targets": reset}
-
-    def heal(self) -> None:
-        for node in self.nodes.names:
-            self._reset(node)
-        self.skewed.clear()
-
-    def leftovers(self) -> list[str]:
-        left = []
-        for node in self.nodes.names:
-            out = self.nodes.exec(node, f"cat {self._path()} 2>/dev/null; "
-                                        f"[ -f {STROBE_PID} ] && echo ' strobe running'; true").strip()
-            if out:
-                left.append(f"{node}: clock offset file left: {out}")
-        return left
+    def _leftover(self, node: str) -> str | None:
+        out = self.nodes.exec(node, f"cat {self._path()} 2>/dev/null; "
+                                    f"[ -f {STROBE_PID} ] && echo ' strobe running'; true").strip()
+        return f"{node}: clock offset file left: {out}" if out else None
 
 
 CLOCK = Family(

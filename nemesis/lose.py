@@ -27,7 +27,7 @@ from typing import Any
 from nemesis import grudge
 from nemesis.base import Family, Nodes
 from nemesis.partition import CHAIN_CLEANUP, apply_grudge, heal_all, lift_grudge, rules_left
-from nemesis.process import ProcessFault, not_running
+from nemesis.process import ProcessFault, not_running, undo_each
 from nemesis.recipes import STEP, Steps, process_leftovers
 from nemesis.targets import choose, targets_option
 from nodes.client import Client, ClientError, commit_index_of
@@ -99,11 +99,7 @@ class IsolateLose:
         return {"leader": leader, "steps": steps.done, "targets": [victim], **done}
 
     def stop(self) -> dict[str, Any]:
-        restarted = sorted(self.lost)
-        for node in restarted:
-            self.nodes.start(node)
-        self.lost.clear()
-        return {"targets": restarted}
+        return undo_each(self.lost, self.nodes.start)
 
     def heal(self) -> None:
         heal_all(self.nodes)

@@ -29,6 +29,7 @@ from typing import Any
 
 from nemesis.agents.lazyfs import STATE_DIR
 from nemesis.base import Family, HostCleanup, Nodes
+from nemesis.process import undo_each
 from nemesis.targets import pick, targets_option
 
 LAZYFS = "/opt/dledger/agents/lazyfs.py"  # nemesis/agents/lazyfs.py in the node image
@@ -84,11 +85,7 @@ class PowerFault:
         return {"target": spec, "targets": victims, "dropped": dropped, "late_ms": late}
 
     def stop(self) -> dict[str, Any]:
-        restored = sorted(self.off)
-        for node in restored:
-            self.nodes.start(node)
-        self.off.clear()
-        return {"targets": restored}
+        return undo_each(self.off, self.nodes.start)
 
     def _fs_problem(self, node: str) -> str:
         return self.nodes.exec(node, self._lazyfs("status") + " || true").strip()

@@ -24,7 +24,38 @@ def each(act: Callable[[str], None]) -> Callable[[list[str]], dict[str, Any]]:
     return strike
 
 
-class ProcessFault:
+def undo_each(hurt: list[str], undo: Callable[[str], None]) -> dict[str, Any]:
+    """A fault's stop: `undo` each node of `hurt` in name order, then empty it; the history value."""
+    undone = sorted(hurt)
+    for node in undone:
+        undo(node)
+    hurt.clear()
+    return {"targets": undone}
+
+
+class UndoEach:
+    """What a fault that undoes node by node shares: `stop` undoes (`_undo`) each node it hurt
+    since the last stop, in name order; `heal` undoes every node; `leftovers` asks each node
+    what it still shows (`_leftover`)."""
+
+    nodes: Nodes
+    hurt: list[str]
+    _undo: Callable[[str], None]
+    _leftover: Callable[[str], str | None]
+
+    def stop(self) -> dict[str, Any]:
+        return undo_each(self.hurt, self._undo)
+
+    def heal(self) -> None:
+        for node in self.nodes.names:
+            self._undo(node)
+        self.hurt.clear()
+
+    def leftovers(self) -> list[str]:
+        return [text for node in self.nodes.names if (text := self._leftover(node))]
+
+
+class ProcessFault(UndoEach):
     """`hurt` the chosen targets at start (what it returns joins the history value); `undo` each
     one at stop and on heal."""
 
@@ -35,28 +66,13 @@ class ProcessFault:
         self._hurt = hurt
         self._undo = undo
         self._leftover = leftover
-        self.hurt: list[str] = []
+        self.hurt = []
 
     def start(self, rng: random.Random) -> dict[str, Any]:
         spec, victims = pick(self.nodes, self.targets, rng)
         detail = self._hurt(victims)
         self.hurt += [node for node in victims if node not in self.hurt]
         return {"target": spec, "targets": victims, **detail}
-
-    def stop(self) -> dict[str, Any]:
-        undone = sorted(self.hurt)
-        for node in undone:
-            self._undo(node)
-        self.hurt.clear()
-        return {"targets": undone}
-
-    def heal(self) -> None:
-        for node in self.nodes.names:
-            self._undo(node)
-        self.hurt.clear()
-
-    def leftovers(self) -> list[str]:
-        return [text for node in self.nodes.names if (text := self._leftover(node))]
 
 
 NOT_RUNNING = "{}: the node process is not running"  # a leftover of a node that should run

@@ -8,6 +8,8 @@ and each shape's property is a graph property of it, on 3, 5, 7 and 9 nodes, ove
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from typing import Any
 
 import networkx as nx
 import pytest
@@ -20,6 +22,7 @@ from nemesis.partition import DEFAULT_SHAPES, PARTITION, SHAPES, PartitionFault
 
 SIZES = (3, 5, 7, 9)
 EXAMPLES = settings(max_examples=40, deadline=None)
+Check = Callable[..., None]
 
 
 def names_of(n: int) -> list[str]:
@@ -67,9 +70,14 @@ seeds = st.integers(0, 2**32 - 1)
 leaders = st.sampled_from([None, "n1", "n2", "n3"])
 
 
-@pytest.mark.parametrize("n", SIZES)
-@EXAMPLES
-@given(seed=seeds)
+def each_size(sizes: tuple[int, ...] = SIZES, **more: st.SearchStrategy[Any]) -> Callable[[Check], Check]:
+    """Run the test on each of `sizes` nodes (`n`), over seeds (`seed`) and any `more` strategies."""
+    def wrap(test: Check) -> Check:
+        return pytest.mark.parametrize("n", sizes)(EXAMPLES(given(seed=seeds, **more)(test)))
+    return wrap
+
+
+@each_size()
 def test_isolate_one_leaves_one_node_alone_and_the_rest_complete(n, seed):
     names, graph, targets = cut("isolate-one", n, seed)
     (alone,) = nx.isolates(graph)
@@ -77,9 +85,7 @@ def test_isolate_one_leaves_one_node_alone_and_the_rest_complete(n, seed):
     assert targets == [alone]
 
 
-@pytest.mark.parametrize("n", SIZES)
-@EXAMPLES
-@given(seed=seeds, leader=leaders)
+@each_size(leader=leaders)
 def test_isolate_leader_isolates_the_leader(n, seed, leader):
     names, graph, targets = cut("isolate-leader", n, seed, leader)
     (alone,) = nx.isolates(graph)
@@ -87,9 +93,7 @@ def test_isolate_leader_isolates_the_leader(n, seed, leader):
     assert is_complete(graph.subgraph(set(names) - {alone})) and targets == [alone]
 
 
-@pytest.mark.parametrize("n", SIZES)
-@EXAMPLES
-@given(seed=seeds)
+@each_size()
 def test_halves_splits_in_name_order_the_same_every_time(n, seed):
     names, graph, targets = cut("halves", n, seed)
     small, big = parts(graph)
@@ -97,9 +101,7 @@ def test_halves_splits_in_name_order_the_same_every_time(n, seed):
     assert small == set(names[: n // 2]) and targets == sorted(small)
 
 
-@pytest.mark.parametrize("n", SIZES)
-@EXAMPLES
-@given(seed=seeds)
+@each_size()
 def test_random_halves_are_two_complete_halves(n, seed):
     _, graph, targets = cut("random-halves", n, seed)
     small, big = parts(graph)
@@ -112,9 +114,7 @@ def test_random_halves_differ_between_seeds(n):
     assert len(splits) > 1
 
 
-@pytest.mark.parametrize("n", SIZES)
-@EXAMPLES
-@given(seed=seeds)
+@each_size()
 def test_majorities_ring_gives_each_node_its_own_majority(n, seed):
     names, graph, targets = cut("majorities-ring", n, seed)
     seen = [frozenset([node, *graph[node]]) for node in names]
@@ -123,9 +123,7 @@ def test_majorities_ring_gives_each_node_its_own_majority(n, seed):
     assert nx.is_connected(graph) and targets == sorted(x for x in names if graph.degree(x) < n - 1)
 
 
-@pytest.mark.parametrize("n", SIZES[1:])
-@EXAMPLES
-@given(seed=seeds)
+@each_size(SIZES[1:])
 def test_majorities_ring_is_a_ring_from_5_nodes(n, seed):
     _, graph, _ = cut("majorities-ring", n, seed)
     degrees = {d for _, d in graph.degree}
@@ -133,9 +131,7 @@ def test_majorities_ring_is_a_ring_from_5_nodes(n, seed):
     assert nx.is_isomorphic(graph, nx.circulant_graph(n, range(1, degrees.pop() // 2 + 1)))
 
 
-@pytest.mark.parametrize("n", SIZES)
-@EXAMPLES
-@given(seed=seeds)
+@each_size()
 def test_bridge_node_talks_to_all_and_holds_the_halves_together(n, seed):
     names, graph, targets = cut("bridge", n, seed)
     (hub,) = [node for node in names if graph.degree(node) == n - 1]
@@ -144,9 +140,7 @@ def test_bridge_node_talks_to_all_and_holds_the_halves_together(n, seed):
     assert targets == sorted(set(names) - {hub})
 
 
-@pytest.mark.parametrize("n", SIZES)
-@EXAMPLES
-@given(seed=seeds)
+@each_size()
 def test_minority_third_cuts_off_fewer_than_a_third(n, seed):
     _, graph, targets = cut("minority-third", n, seed)
     small, big = parts(graph)
@@ -154,9 +148,7 @@ def test_minority_third_cuts_off_fewer_than_a_third(n, seed):
     assert targets == sorted(small)
 
 
-@pytest.mark.parametrize("n", SIZES)
-@EXAMPLES
-@given(seed=seeds)
+@each_size()
 def test_one_way_makes_one_node_deaf_but_heard(n, seed):
     names, graph, targets = cut("one-way", n, seed)
     (deaf,) = [node for node in names if graph.in_degree(node) == 0]
@@ -166,9 +158,7 @@ def test_one_way_makes_one_node_deaf_but_heard(n, seed):
     assert targets == [deaf]
 
 
-@pytest.mark.parametrize("n", SIZES)
-@EXAMPLES
-@given(seed=seeds, leader=leaders)
+@each_size(leader=leaders)
 def test_leader_minority_puts_the_leader_on_the_minority_side(n, seed, leader):
     _, graph, targets = cut("leader-minority", n, seed, leader)
     small, big = parts(graph)
