@@ -34,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "nodes/; "
                              "hunt: measure what catches each named mutant (default: every one)")
     parser.add_argument("names", nargs="*", metavar="NAME", help="mutants (`path` needs one)")
-    parser.add_argument("--sim-seeds", type=int, default=300,
-                        help="hunt: simulator seeds per search, 0 for none (default 300)")
+    parser.add_argument("--sim-seeds", type=int, default=2000,
+                        help="hunt: simulator seeds per search, 0 for none (default 2000)")
     parser.add_argument("--runs", default="default,cell",
                         help="hunt: end-to-end runs: default (make chaos's flags), cell (the nightly cell "
                              "meant "
