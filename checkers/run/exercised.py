@@ -11,7 +11,8 @@ check reads every line.
 
 `bite`: a run with faults whose nodes changed no leader and whose operations none failed or
 was indeterminate (test.json's client and consume outcomes; without them, the outcomes while
-each fault was in force) did not test much, whatever its verdict.
+each fault was in force) did not test much, whatever its verdict; nor did a run that asked for
+faults (test.json's `faults`) whose schedule ran none.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from checkers.layout import ResultsDir, read_json_object
 from nodes.coverage import RULES
 
 NO_BITE = "the faults changed no leader and failed no operation"
+NO_FAULT = "no fault ran: the nemesis schedule held no slot (a time limit too short for the nemesis interval)"
 COMMIT_LINE = b'"event":"commit"'  # as the nodes write it (compact JSON)
 
 
@@ -68,9 +70,11 @@ def exercised(event_logs: dict[str, Path]) -> dict[str, Any]:
 
 
 def bite(test: dict[str, Any], found: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Whether the run's faults changed a leader or failed an operation; None when the run had
-    no faults or no events (`found`, from `exercised`) to tell."""
+    """Whether the run's faults changed a leader or failed an operation; None when the run asked
+    for no faults, or had no events (`found`, from `exercised`) to tell whether its faults bit."""
     faults = (test.get("fault_log") or {}).get("faults") or []
+    if not faults and test.get("faults") and "fault_log" in test:
+        return {"faults": 0, "leader_changes": None, "failed_ops": None, "bit": False, "note": NO_FAULT}
     if not faults or found is None:
         return None
     if isinstance(test.get("client_outcomes"), dict):

@@ -12,7 +12,7 @@ from checkers.checks.verdict import decide, table, verdict_line
 from checkers.jsonlines import InputError
 from checkers.layout import ResultsDir
 from checkers.pages.report import write_report
-from checkers.run.exercised import NO_BITE, bite, exercised, run_summary
+from checkers.run.exercised import NO_BITE, NO_FAULT, bite, exercised, run_summary
 from nodes.coverage import RULES
 from tests.report.synthrun import build_run
 
@@ -112,10 +112,12 @@ QUIET = {"leader_changes": 0}
       "directed_read_refusals": 7}, QUIET,
      {"faults": 1, "leader_changes": 0, "failed_ops": 0, "bit": False, "note": NO_BITE}),
     ({"fault_log": {"faults": []}, "client_outcomes": {"ok": 90, "fail": 0, "info": 0}}, QUIET, None),
+    ({"faults": {"power-loss": {}}, "fault_log": {"faults": []}}, None,
+     {"faults": 0, "leader_changes": None, "failed_ops": None, "bit": False, "note": NO_FAULT}),
     ({}, QUIET, None),
     ({"fault_log": {"faults": [FAULT]}}, None, None),
 ], ids=["no-bite", "leader-changed", "consume-failed", "ops-while-faulted", "refusals-only", "no-faults",
-        "no-fault-log",
+        "asked-but-none-ran", "no-fault-log",
         "no-events"])
 def test_the_faults_bit_when_a_leader_changed_or_an_op_failed(test, found, expected):
     assert bite(test, found) == expected
