@@ -2,7 +2,10 @@
 
 Two kinds of run per mutant: the default run (`make chaos`'s flags, in the mutant's mode) for up
 to `seeds` seeds, stopping at the first that does not come back valid, and the run meant to catch
-it (its nightly cell, `Mutant.run`) once per seed likewise. Each goes through `harness run`'s own
+it (its nightly cell, `Mutant.run`) once per seed likewise. An invalid run is a catch only if the
+unmodified node, run with the same flags and seed (the control), is valid: otherwise the flags
+lose data by design (master-slave-async under failover) and the verdict is `invalid, control too`,
+and the next seed runs. Each goes through `harness run`'s own
 code in this process, as the nightly sweep's runs do, into `<out>/<run name>/`.
 """
 
@@ -19,6 +22,7 @@ from nodes.cliparse import EXIT_INTERNAL, EXIT_INVALID, EXIT_VALID
 
 DEFAULT_RUN = ("--nodes", "5", "--time-limit", "60", "--nemesis", "default")  # what `make chaos` runs
 VERDICTS = {EXIT_VALID: "valid", EXIT_INVALID: "invalid"}
+CONTROL_TOO = "invalid, control too"  # the unmodified node fails the same run: no evidence of the bug
 
 
 @dataclass(frozen=True)
@@ -40,10 +44,13 @@ class RunFinding:
         return {**asdict(self), "caught_at": self.caught_at}
 
 
-def run_args(mutant: Mutant, argv: tuple[str, ...], seed: int, out: Path, name: str) -> argparse.Namespace:
-    """The validated `harness run` arguments of one run of `mutant`; ValueError if they are bad."""
-    return flags.parsed([*argv, "--mutant", mutant.name, "--seed", str(seed), "--results-dir", str(out),
-                         "--name", name], f"mutant {mutant.name}")
+def run_args(mutant: Mutant, argv: tuple[str, ...], seed: int, out: Path, name: str,
+             control: bool = False) -> argparse.Namespace:
+    """The validated `harness run` arguments of one run of `mutant` (of the unmodified node with
+    `control`); ValueError if they are bad."""
+    bug = () if control else ("--mutant", mutant.name)
+    return flags.parsed([*argv, *bug, "--seed", str(seed), "--results-dir", str(out), "--name", name],
+                        f"mutant {mutant.name}")
 
 
 def default_argv(mutant: Mutant) -> tuple[str, ...]:
@@ -60,17 +67,22 @@ def hunt(mutant: Mutant, kind: str, seeds: list[int], out: Path) -> RunFinding:
     run_dirs: list[str] = []
     for seed in seeds:
         code, run_dir = _run_once(mutant, argv, seed, out, name)
-        verdicts.append(VERDICTS.get(code, "unknown" if code != EXIT_INTERNAL else "error"))
+        verdict = VERDICTS.get(code, "unknown" if code != EXIT_INTERNAL else "error")
+        if code == EXIT_INVALID:
+            control, _ = _run_once(mutant, argv, seed, out, f"{name}-control", control=True)
+            verdict = verdict if control == EXIT_VALID else CONTROL_TOO
+        verdicts.append(verdict)
         run_dirs.append(str(run_dir))
-        if code != EXIT_VALID:
+        if code != EXIT_VALID and verdict != CONTROL_TOO:
             break
     return RunFinding(kind, argv, tuple(verdicts), tuple(seeds[:len(verdicts)]), tuple(run_dirs))
 
 
-def _run_once(mutant: Mutant, argv: tuple[str, ...], seed: int, out: Path, name: str) -> tuple[int, Path]:
+def _run_once(mutant: Mutant, argv: tuple[str, ...], seed: int, out: Path, name: str,
+              control: bool = False) -> tuple[int, Path]:
     from harness.chaos.run import run_test
 
-    args = run_args(mutant, argv, seed, out, name)
+    args = run_args(mutant, argv, seed, out, name, control)
     try:
         return run_test(args, args.faults, name, seed)
     except Exception:  # one run's failure is that run's verdict; the hunt goes on

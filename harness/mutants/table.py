@@ -65,6 +65,8 @@ def _run_cell(finding: Row | None) -> str:
     verdicts = finding["verdicts"]
     if finding["caught_at"]:
         return f"invalid at run {finding['caught_at']}"
+    if any(v not in ("valid", "invalid") for v in verdicts[:-1]):  # a run the control failed too
+        return "; ".join(verdicts)
     if verdicts and verdicts[-1] != "valid":
         return f"{verdicts[-1]} at run {len(verdicts)}"
     return f"valid x{len(verdicts)}"

@@ -152,3 +152,23 @@ def test_a_copy_another_process_finished_meanwhile_is_kept_not_replaced(
     assert build.mutant_tree(m, tmp_path) == target
     assert (target / "in-use").is_file()  # still the other process's copy
     assert not any(p.name.startswith(".work-") for p in tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("mutated", "control", "verdicts", "caught_at"), [
+    ([1], [0], ("invalid",), 1),  # the unmodified node is valid: a catch
+    ([1, 1], [1, 0], (e2e.CONTROL_TOO, "invalid"), 2),  # the first run proves nothing
+    ([1, 1, 1], [1, 1, 1], (e2e.CONTROL_TOO,) * 3, None),
+    ([0, 0, 0], [], ("valid",) * 3, None),
+])
+def test_an_invalid_run_counts_only_when_the_unmodified_node_passes_it(
+        monkeypatch, tmp_path, mutated, control, verdicts, caught_at):
+    codes = {False: iter(mutated), True: iter(control)}
+    monkeypatch.setattr(e2e, "_run_once", lambda m, argv, seed, out, name, control=False:
+                        (next(codes[control]), out / name))
+    found = e2e.hunt(mutant("ack-before-quorum"), "default", [1, 2, 3], tmp_path)
+    assert (found.verdicts, found.caught_at) == (verdicts, caught_at)
+    assert next(codes[True], None) is None  # a control ran after each invalid run, and only then
+    cell = markdown([{"name": "ack-before-quorum", "family": "durability", "default": found.as_dict()}])
+    caught = f"invalid at run {caught_at}"
+    expected = caught if caught_at else "; ".join(verdicts) if mutated[0] else "valid x3"
+    assert expected in cell
