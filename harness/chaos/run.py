@@ -360,6 +360,10 @@ class TestRun:
         schedule = nemesis_schedule(self.seed, slotted, args.nemesis_interval, args.time_limit,
                                     args.nemesis_concurrency)
         self.test["schedule"] = [[s.at, s.action, s.fault] for s in schedule]
+        if self.faults and not schedule:
+            print(f"warning: the nemesis schedule holds no fault: --time-limit {args.time_limit:g} leaves no "
+                  f"slot of --nemesis-interval {args.nemesis_interval:g} at this seed (one always fits from "
+                  f"{2.75 * args.nemesis_interval:g} s); the verdict will say no fault ran", file=sys.stderr)
         runner = NemesisRunner(families, faults, schedule, history, random.Random(f"{self.seed}/targets"),
                                state.leases)
         mix = Mix(payload_size=args.payload_size, read_fraction=args.read_fraction,

@@ -141,3 +141,15 @@ def test_instant_families_fire_repeatedly_through_their_slot():
     assert len(fired) >= 15 and all(0.99 <= b - a <= 1.01 or b - a > 5 for a, b in itertools.pairwise(fired))
     once = nemesis_schedule(3, fams("disk", disk={"instant": True}), 10, 60)
     assert len(once) == len({s.at for s in once}) and all(s.action == "instant" for s in once)
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_a_run_of_two_and_three_quarter_intervals_always_holds_a_fault_and_a_shorter_one_may_not(concurrency):
+    # what `harness run`'s warning promises (the older-stream NATS row ran 330 s at 130 s intervals:
+    # three seeds of five held no fault)
+    def held(time_limit: float) -> list[bool]:
+        return [bool(nemesis_schedule(seed, fams("power-loss"), 130, time_limit, concurrency))
+                for seed in range(200)]
+
+    assert all(held(2.75 * 130))
+    assert not all(held(330)) and any(held(330))
