@@ -111,6 +111,16 @@ def _weighted_round(rng: random.Random, families: list[Slotted]) -> list[Slotted
     return [f for _, f in sorted(keyed, key=lambda kf: -kf[0])]
 
 
+PERIOD = (0.75, 1.25)  # a faulty or quiet period's length, in intervals
+QUIET_END = 0.5  # intervals the last fault stops before the time limit
+
+
+def sure_time_limit(interval: float) -> float:
+    """The shortest time limit whose schedule holds a fault at every seed: lane 0's first
+    period starts one interval in and may last the longest period."""
+    return interval * (1 + PERIOD[1] + QUIET_END)
+
+
 def nemesis_schedule(seed: int, families: list[Slotted], interval: float, time_limit: float,
                      concurrency: int = 1) -> list[FaultStep]:
     """Faulty and quiet periods of about `interval` seconds in `concurrency` staggered lanes.
@@ -126,7 +136,7 @@ def nemesis_schedule(seed: int, families: list[Slotted], interval: float, time_l
     if not families or interval <= 0:
         return []
     rng = random.Random(f"{seed}/nemesis")
-    end = time_limit - interval / 2
+    end = time_limit - interval * QUIET_END
     busy: dict[str, list[tuple[float, float]]] = {f.name: [] for f in families}
     steps: list[FaultStep] = []
     queue: list[Slotted] = []
@@ -134,7 +144,7 @@ def nemesis_schedule(seed: int, families: list[Slotted], interval: float, time_l
     while True:
         lane = min(range(concurrency), key=lambda i: lanes[i])
         at = lanes[lane]
-        length = interval * rng.uniform(0.75, 1.25)
+        length = interval * rng.uniform(*PERIOD)
         if at + length > end:
             break
         if not queue:
@@ -152,5 +162,5 @@ def nemesis_schedule(seed: int, families: list[Slotted], interval: float, time_l
                 while fire < at + length:
                     steps.append(FaultStep(round(fire, 3), "instant", family.name))
                     fire += repeat
-        lanes[lane] = at + length + interval * rng.uniform(0.75, 1.25)
+        lanes[lane] = at + length + interval * rng.uniform(*PERIOD)
     return sorted(steps, key=lambda s: (s.at, s.action != "stop"))

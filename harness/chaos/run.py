@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from checkers.run.afterrun import AfterRun
 from harness.chaos import flags
 from harness.chaos.consumers import Puller, start_consumers
-from harness.chaos.generator import Mix, Slotted, nemesis_schedule
+from harness.chaos.generator import Mix, Slotted, nemesis_schedule, sure_time_limit
 from harness.chaos.history import History
 from harness.chaos.modes import read_choices
 from harness.chaos.nemesis_runner import NemesisRunner
@@ -363,7 +363,8 @@ class TestRun:
         if self.faults and not schedule:
             print(f"warning: the nemesis schedule holds no fault: --time-limit {args.time_limit:g} leaves no "
                   f"slot of --nemesis-interval {args.nemesis_interval:g} at this seed (one always fits from "
-                  f"{2.75 * args.nemesis_interval:g} s); the verdict will say no fault ran", file=sys.stderr)
+                  f"{sure_time_limit(args.nemesis_interval):g} s); the verdict will say no fault ran",
+                  file=sys.stderr)
         runner = NemesisRunner(families, faults, schedule, history, random.Random(f"{self.seed}/targets"),
                                state.leases)
         mix = Mix(payload_size=args.payload_size, read_fraction=args.read_fraction,

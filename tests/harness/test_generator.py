@@ -11,6 +11,7 @@ from harness.chaos.generator import (
     nemesis_schedule,
     pacing_delay,
     parse_concurrency,
+    sure_time_limit,
     worker_rng,
 )
 from nodes.payload import payload_id
@@ -151,5 +152,6 @@ def test_a_run_of_two_and_three_quarter_intervals_always_holds_a_fault_and_a_sho
         return [bool(nemesis_schedule(seed, fams("power-loss"), 130, time_limit, concurrency))
                 for seed in range(200)]
 
-    assert all(held(2.75 * 130))
+    assert sure_time_limit(130) == 2.75 * 130
+    assert all(held(sure_time_limit(130)))
     assert not all(held(330)) and any(held(330))
