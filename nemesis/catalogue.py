@@ -15,6 +15,7 @@ from nemesis.churn import CHURN
 from nemesis.clock import CLOCK
 from nemesis.disk import DISK
 from nemesis.kill import KILL, STOP
+from nemesis.lagging import LAGGING_MAJORITY
 from nemesis.lose import ISOLATE_LOSE, LOSE_NODE
 from nemesis.packet import PACKET
 from nemesis.partition import PARTITION
@@ -24,7 +25,7 @@ from nemesis.recipes import PART_KILL, PAUSE_KILL, STALE_LEADER, SWIZZLE_CLOG
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     KILL, STOP, BOUNCE, PAUSE, PARTITION, CLOCK, CHURN, PACKET, DISK, PAUSE_KILL, PART_KILL, STALE_LEADER,
-    SWIZZLE_CLOG, POWER_LOSS, LOSE_NODE, ISOLATE_LOSE)}
+    SWIZZLE_CLOG, POWER_LOSS, LAGGING_MAJORITY, LOSE_NODE, ISOLATE_LOSE)}
 
 # Named mixes. `default` is what `make chaos` runs: leader-aware crashes (later, at once, with
 # power lost, with the disk damaged), pauses, partitions, clock skew, leader churn and the

@@ -76,13 +76,23 @@ class PowerFault:
 
     def start(self, rng: random.Random) -> dict[str, Any]:
         spec, victims = pick(self.nodes, self.targets, rng)
+        return {"target": spec, **self.cut(victims)}
+
+    def cut(self, victims: list[str]) -> dict[str, Any]:
+        """Cut the power of `victims` at one instant; their nodes stay down until `restore`."""
         at = time.time() + CUT_LEAD_S
         with ThreadPoolExecutor(len(victims)) as pool:
             late = dict(zip(victims, pool.map(lambda node: self._cut_at(node, at), victims), strict=True))
             time.sleep(max(0.0, at - time.time()))  # the moment the disks die: then the processes
             dropped = dict(zip(victims, pool.map(self._cut, victims), strict=True))
         self.off += [node for node in victims if node not in self.off]
-        return {"target": spec, "targets": victims, "dropped": dropped, "late_ms": late}
+        return {"targets": victims, "dropped": dropped, "late_ms": late}
+
+    def restore(self, nodes: list[str]) -> dict[str, Any]:
+        """Power `nodes` (of those cut) on again: each recovers from what its fsyncs left."""
+        back = [node for node in nodes if node in self.off]
+        self.off[:] = [node for node in self.off if node not in back]
+        return undo_each(back, self.nodes.start)
 
     def stop(self) -> dict[str, Any]:
         return undo_each(self.off, self.nodes.start)

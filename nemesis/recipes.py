@@ -71,6 +71,22 @@ def await_leader(nodes: Nodes, accept: Callable[[str], bool], wait_s: float) -> 
         time.sleep(POLL_S)
 
 
+def lagging_minority(nodes: Nodes, rng: random.Random, step_s: float,
+                     steps: Steps) -> tuple[str | None, list[str], list[str], grudge.Grudge]:
+    """Cut a random largest minority (never the leader) off for `step_s`, so the others commit
+    entries it never sees; the leader, the minority, the others, and the cut's grudge (in force)."""
+    names = nodes.names
+    leader = nodes.leader()
+    size = len(names) - grudge.majority(len(names))
+    minority = sorted(rng.sample([node for node in names if node != leader], size))
+    rest = [node for node in names if node not in minority]
+    drops = grudge.grudge(grudge.components([minority, rest]))
+    apply_grudge(nodes, drops)
+    steps.add("partition", minority, grudge=drops)
+    time.sleep(step_s)
+    return leader, minority, rest, drops
+
+
 def revive_all(nodes: Nodes) -> None:
     """Resume every paused node process and start every one that is gone."""
     for node in nodes.names:
@@ -150,14 +166,7 @@ class PartKillFault:
     def start(self, rng: random.Random) -> dict[str, Any]:
         steps = Steps()
         names = self.nodes.names
-        leader = self.nodes.leader()
-        size = len(names) - grudge.majority(len(names))
-        minority = sorted(rng.sample([node for node in names if node != leader], size))
-        rest = [node for node in names if node not in minority]
-        drops = grudge.grudge(grudge.components([minority, rest]))
-        apply_grudge(self.nodes, drops)
-        steps.add("partition", minority, grudge=drops)
-        time.sleep(self.step_s)  # the majority commits entries the minority never sees
+        leader, minority, rest, drops = lagging_minority(self.nodes, rng, self.step_s, steps)
         victim = rng.choice(rest)
         self.nodes.kill(victim)
         self.killed = victim
@@ -287,7 +296,8 @@ class SwizzleClogFault:
         return rules_left(self.nodes)
 
 
-def _step_s(options: dict[str, Any]) -> float:
+def step_s(options: dict[str, Any]) -> float:
+    """The `--recipe-step-ms` option in seconds."""
     return options["recipe_step_ms"] / 1000
 
 
@@ -303,7 +313,7 @@ PAUSE_KILL = Family(
 
 PART_KILL = Family(
     name="part-kill", label="partition+kill", start_f="start-part-kill", stop_f="stop-part-kill",
-    make=lambda nodes, options: PartKillFault(nodes, _step_s(options)),
+    make=lambda nodes, options: PartKillFault(nodes, step_s(options)),
     help="partition a minority off, crash a node of the majority, heal so the stale minority joins the "
          "new majority; restart the crashed node at stop",
     options=(STEP,), weight=0.5, needs=frozenset({"root", "iptables"}), host_cleanup=(CHAIN_CLEANUP,))
@@ -325,7 +335,7 @@ STALE_LEADER = Family(
 
 SWIZZLE_CLOG = Family(
     name="swizzle-clog", label="swizzle clog", start_f="start-swizzle-clog", stop_f="stop-swizzle-clog",
-    make=lambda nodes, options: SwizzleClogFault(nodes, _step_s(options)),
+    make=lambda nodes, options: SwizzleClogFault(nodes, step_s(options)),
     help="clog a majority or more of the nodes one by one (all traffic to and from each dropped), "
          "unclog them in a random order at stop",
     options=(STEP,), weight=0.5, needs=frozenset({"root", "iptables"}), host_cleanup=(CHAIN_CLEANUP,))

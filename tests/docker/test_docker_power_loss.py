@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import docker
 import pytest
@@ -26,6 +27,7 @@ from harness.containers.cluster import Removed, remove_labelled
 from harness.containers.db import Db
 from harness.errors import HarnessError
 from harness.wait import wait_for
+from nemesis.lagging import LaggingMajorityFault
 from nemesis.power import LAZYFS, POWER_LOSS, PowerFault
 from nodes.client import Client, ClientError
 from systems.dledger import Dledger
@@ -179,8 +181,10 @@ def restart_with(db: Db, flush: str) -> None:
     db.wait_for_leader()
 
 
-def append_through_power_loss(db: Db, power: PowerFault, rng: random.Random) -> dict[int, bytes]:
-    """Appenders run until every node loses power under them; the acknowledged appends by index."""
+def append_through_power_loss(db: Db, power: PowerFault | LaggingMajorityFault,
+                              rng: random.Random) -> tuple[dict[int, bytes], dict[str, Any]]:
+    """Appenders run until `power` starts under them (every node loses power); the acknowledged
+    appends by index, and the start's value."""
     acked: dict[int, bytes] = {}
     lock = threading.Lock()
     stop = threading.Event()
@@ -209,7 +213,7 @@ def append_through_power_loss(db: Db, power: PowerFault, rng: random.Random) -> 
         stop.set()
         for thread in threads:
             thread.join(10)
-    return acked
+    return acked, value
 
 
 def lost(db: Db, acked: dict[int, bytes]) -> list[int]:
@@ -236,7 +240,7 @@ def lost(db: Db, acked: dict[int, bytes]) -> list[int]:
 def test_sync_flush_keeps_every_acknowledged_append_through_a_power_loss(fuse3: Db,
                                                                           power: PowerFault) -> None:
     restart_with(fuse3, "sync")
-    acked = append_through_power_loss(fuse3, power, random.Random(2))
+    acked, _ = append_through_power_loss(fuse3, power, random.Random(2))
     power.stop()
     fuse3.wait_for_leader()
     assert lost(fuse3, acked) == []
@@ -248,7 +252,7 @@ def test_async_flush_loses_acknowledged_appends_in_a_power_loss(fuse3: Db, power
     rng = random.Random(3)
     losses: list[int] = []
     for _ in range(ASYNC_TRIALS):
-        acked = append_through_power_loss(fuse3, power, rng)
+        acked, _ = append_through_power_loss(fuse3, power, rng)
         power.stop()
         fuse3.wait_for_leader()
         losses = lost(fuse3, acked)
@@ -256,6 +260,30 @@ def test_async_flush_loses_acknowledged_appends_in_a_power_loss(fuse3: Db, power
             break
     assert losses, f"no acknowledged append was lost in {ASYNC_TRIALS} power losses of the whole cluster"
     assert power.leftovers() == []
+
+
+def test_lagging_majority_elects_among_one_powered_on_node_and_the_lagging_minority(fuse3: Db) -> None:
+    """The recipe really leaves a majority of one node that lost its page cache and the nodes
+    cut off before: they elect a leader while the others stay down, and a node that fsyncs
+    before it acknowledges loses nothing acknowledged; stop powers the rest on."""
+    restart_with(fuse3, "sync")
+    fault = LaggingMajorityFault(fuse3, 0.5)
+    try:
+        acked, value = append_through_power_loss(fuse3, fault, random.Random(4))
+        assert [s["step"] for s in value["steps"]] == ["partition", "power-off", "heal", "power-on"]
+        minority, cut, back = value["minority"], value["cut"], value["back"]
+        assert value["leader"] in cut and sorted(minority + cut) == fuse3.names and back in cut
+        assert value["new_leader"] in [back, *minority], "the lagging majority elected no leader"
+        down = sorted(set(cut) - {back})
+        assert sorted(fault.leftovers()) == [f"{n}: the node process is not running" for n in down]
+        assert not any(fuse3.running(n) for n in down) and fuse3.running(back)
+        assert all(value["dropped"][n] is not None for n in cut)
+        assert fault.stop()["targets"] == down
+        assert fault.leftovers() == [] and all(fuse3.running(n) for n in fuse3.names)
+        fuse3.wait_for_leader()
+        assert lost(fuse3, acked) == []
+    finally:
+        fault.heal()
 
 
 def test_heal_brings_back_the_power_and_a_dead_or_missing_file_system(fuse3: Db, power: PowerFault) -> None:

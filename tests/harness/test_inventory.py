@@ -205,7 +205,7 @@ def test_a_ready_host_can_run_every_family() -> None:
     assert problems(SPEC, READY, EVERYTHING) == []
     assert set(EVERYTHING) == {"root", "iptables", "tc", "eth0", "agents", "fuse"}
     assert EVERYTHING["iptables"] == ["partition", "packet", "part-kill", "stale-leader", "swizzle-clog",
-                                      "isolate-lose"]
+                                      "lagging-majority", "isolate-lose"]
 
 
 def test_the_probe_output_becomes_facts() -> None:
