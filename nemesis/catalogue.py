@@ -30,10 +30,11 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 # Named mixes. `default` is what `make chaos` runs: leader-aware crashes (later, at once, with
 # power lost, with the disk damaged), pauses, partitions, clock skew, leader churn and the
 # recipes that build the states seeded bugs need (a stale leader asked to read, a stale minority
-# in the new majority), drawn so that every run changes the leader.
+# in the new majority, a majority whose newest entries were fsynced only on nodes still down),
+# drawn so that every run changes the leader.
 MIXES: dict[str, tuple[str, ...]] = {
     "default": ("kill", "bounce", "pause", "partition", "clock", "stale-leader", "part-kill", "pause-kill",
-                "power-loss", "disk", "churn"),
+                "power-loss", "lagging-majority", "disk", "churn"),
     "crash": ("kill", "stop"),
 }
 

@@ -69,5 +69,5 @@ LAGGING_MAJORITY = Family(
     make=lambda nodes, options: LaggingMajorityFault(nodes, step_s(options)),
     help="partition a minority off for a step, cut the power of every other node, heal, power one of them "
          "on: it and the lagging minority must keep every acknowledged entry; stop powers the rest on",
-    options=(STEP,), weight=0.5, needs=frozenset({"fuse", "root", "agents", "iptables"}),
+    options=(STEP,), needs=frozenset({"fuse", "root", "agents", "iptables"}),
     host_cleanup=(CHAIN_CLEANUP, LAZYFS_CLEANUP))

@@ -98,6 +98,8 @@ DLEDGER = (
          extra=("--nemesis-interval", "4", "--nemesis-concurrency", "2")),
     *(Cell(family, RAFT) for family in ("clock", "disk", "packet", "churn", "part-kill", "pause-kill",
                                         "swizzle-clog", "bounce", "stale-leader")),
+    Cell("lagging-majority", "every committed entry was fsynced on a majority, so on the one node that "
+         "comes back to the lagging minority", nodes=5),
     Cell("isolate-lose", "the isolated leader commits nothing alone; the majority elects another",
          time_limit=15, extra=ISOLATE_LOSE),
     Cell("lose-node", RAFT, extra=ONE_AT_A_TIME, known_risk=WIPED_VOTE),
@@ -165,6 +167,8 @@ DESIGNS = tuple(dict.fromkeys(cell.mode for cell in MATRIX))  # our node's modes
 NOT_IN_MASTER_SLAVE = {
     "churn": "it moves Raft leadership; master-slave has no election and refuses leadership transfer",
     "pause-kill": "it waits for the others to elect a new leader, which master-slave never does",
+    "lagging-majority": "it waits for the lagging minority and one powered-on node to elect a leader, which "
+                        "master-slave never does",
     "disk": "a master whose damaged tail recovery cuts stays master and nothing in the design repairs it, "
             "so the verdict hangs on whether the draw hit the master",
 }
