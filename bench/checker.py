@@ -8,6 +8,12 @@ once it has warmed up, each size is checked through it with `python -m checkers 
 bench/results/checker.json and checker.png.
 
     .venv/bin/python bench/checker.py [--sizes 100000 1000000 10000000] [--spark-master URL]
+
+`--verdict LINES` times instead a valid history of about LINES lines against the same run
+with the tail of every node's final log lost (acknowledged appends lost, as in a power loss
+of every node), checked in turn `--rounds` times in one warm session; prints each time and
+the ratio of the medians (issue 37: an invalid verdict at most twice a valid one's), writes
+bench/results/checker-verdict.json.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -122,6 +130,46 @@ def _generate(folder: Path, lines: int) -> int:
     return written
 
 
+def _lose_tail(valid: Path, folder: Path, share: float) -> Path:
+    """`valid` copied to `folder` with the last `share` of every node's final log dropped."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    shutil.copytree(valid, folder)
+    for log in (folder / "final").glob("*.jsonl"):
+        lines = log.read_text().splitlines(keepends=True)
+        log.write_text("".join(lines[: round(len(lines) * (1 - share))]))
+    return folder
+
+
+def measure_verdicts(lines: int, data_dir: Path, rounds: int, master: str | None) -> dict:
+    """Warm check times of a valid history and of its lost-tail twin, alternating in one session."""
+    from checkers.checks.check import check_many
+    from checkers.engine.spark import session
+    from checkers.layout import ResultsDir
+
+    valid = data_dir / f"h{lines}"
+    _generate(valid, lines)
+    folders = {"valid": valid, "invalid": _lose_tail(valid, data_dir / f"h{lines}-lost-tail", 0.03)}
+    spark = session(master)
+    for folder in folders.values():  # the warm-up: Spark compiles both paths' queries
+        check_many([ResultsDir.open(folder)], spark)
+    times: dict[str, list[float]] = {name: [] for name in folders}
+    for n in range(rounds):
+        for name, folder in folders.items():
+            t0 = time.monotonic()
+            [result] = check_many([ResultsDir.open(folder)], spark)
+            times[name].append(round(time.monotonic() - t0, 2))
+            stats = result["stats"]
+            print(f"round {n + 1} {name:<7} {times[name][-1]:6.2f} s  valid {result['valid']}  "
+                  f"screen {stats['screen']}  exact passes decided {stats['exact_decided']}  "
+                  f"lost {result['checks']['lost']['count']}", flush=True)
+    medians = {name: statistics.median(t) for name, t in times.items()}
+    ratio = round(medians["invalid"] / medians["valid"], 2)
+    print(f"median valid {medians['valid']:.2f} s, invalid {medians['invalid']:.2f} s: ratio {ratio}")
+    return {"benchmark": "checker-verdict", "history_lines": lines, "rounds": rounds, "times_s": times,
+            "median_s": medians, "ratio": ratio, "load_average": round(os.getloadavg()[0], 1)}
+
+
 def _plot(rows: list[dict], path: Path) -> None:
     import matplotlib
 
@@ -155,7 +203,14 @@ def main() -> int:
     parser.add_argument("--spark-master")
     parser.add_argument("--name", default="checker", help="results file stem (default: checker)")
     parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--verdict", type=int, metavar="LINES", help="valid against invalid, warm")
+    parser.add_argument("--rounds", type=int, default=5, help="--verdict: checks of each (default 5)")
     args = parser.parse_args()
+    if args.verdict:
+        row = measure_verdicts(args.verdict, args.data_dir, args.rounds, args.spark_master)
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / "checker-verdict.json").write_text(json.dumps(row, indent=1) + "\n")
+        return 0
     if args.one:
         print(json.dumps(measure_one(args.one, args.spark_master)))
         return 0

@@ -15,15 +15,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from checkers.checks import consumers, durability, realtime, screen
 from checkers.checks.anomalies import DEFAULT_WITNESSES, SUSPECT, Found, collect_anomalies
 from checkers.checks.elections import election_safety, load_events
 from checkers.checks.finallogs import FinalLogs, load_final_logs
-from checkers.checks.history import load_history
+from checkers.checks.history import History, load_history
 from checkers.checks.replicas import load_stores, replica_disagreement, replica_flags
 from checkers.checks.tables import Tables
-from checkers.checks.verdict import FINAL, INFORMATIONAL, add_never_read, decide, undecided
+from checkers.checks.verdict import CHECKS, FINAL, INFORMATIONAL, add_never_read, decide, undecided
 from checkers.engine.preload import PRELOADED, Loaded
 from checkers.engine.progress import Progress, Watch
 from checkers.engine.spark import running, session, shuffle_partitions_for
@@ -38,15 +39,19 @@ class Pass(Protocol):
     def __call__(self, t: Tables, /) -> DataFrame: ...
 
 
-# The exact checks, run when the screen cannot clear every history (or when asked).
-EXACT: tuple[Pass, ...] = (
-    durability.by_id,
-    durability.divergence,
-    durability.hole,
-    durability.uncommitted_read,
-    durability.malformed_answer,
-    realtime.time_order,
-    realtime.future_read,
+Exact = tuple[Pass, frozenset[str]]  # a pass and the checks it decides
+# The exact passes, each with the checks whose anomalies it returns. A pass runs for the
+# histories whose screen flagged one of its checks (each flag holds for its check alone,
+# `screen.by_id`), for every history without final logs, and for all when asked.
+EXACT: tuple[Exact, ...] = (
+    (durability.by_id,
+     frozenset({"lost", "recovered", "aborted-read", "phantom", "duplicate", "index-mismatch"})),
+    (durability.divergence, frozenset({"divergence"})),
+    (durability.hole, frozenset({"hole"})),
+    (durability.uncommitted_read, frozenset({"uncommitted-read"})),
+    (durability.malformed_answer, frozenset({"malformed-answer"})),
+    (realtime.time_order, frozenset({"realtime-reorder", "stale-read", "nonmonotonic-read"})),
+    (realtime.future_read, frozenset({"future-read"})),
 )
 
 
@@ -115,28 +120,36 @@ def check_many(
         try:
             ready = time.monotonic()
             watch.stage(f"screening {history.lines:,} history lines")
-            consumed = history.consumed
             found = {}
             if replicas is not None:
                 found = screen.findings(spark, tables, witnesses) if screened is None else screened
-                found = _merged(_merged(found, _suspects(replicas.result())), elections.result())
+                found = _merged(found, _suspects(replicas.result()))
+            found = _merged(found, elections.result())
             flagged = {hid: _flagged(hid, found, finals) for hid in range(len(dirs))}
             screen_done = time.monotonic()
-            ran_exact = exact or any(flagged.values())
-            if ran_exact:
+            hids = range(len(dirs))
+            every = {hid for hid in hids if exact or hid not in finals.longest}
+            ran, decided = _plan(_passes(spark, dirs, history), found, hids, every)
+            # The lost appends the screen found are placed, and their witnesses covered, beside the passes.
+            lost = [(hid, w) for hid, checks in found.items() if "lost" not in decided[hid]
+                    for w in checks.get("lost", (0, []))[1]]
+            placing = side.submit(durability.lost_where, tables) if lost else None
+            covering = side.submit(durability.covers, tables, [(hid, w["id"]) for hid, w in lost])
+            passed: Found = {}
+            if ran:
                 what = sorted({name for names in flagged.values() for name in names}) or ["asked"]
                 watch.stage(f"exact checks (the screen left: {', '.join(what)})")
-                parts = [
-                    *[run(tables) for run in EXACT],
-                    replica_disagreement(load_stores(spark, dirs), finals),
-                    *([consumers.checks(tables)] if consumed else []),
-                    *([realtime.stale_by_id(tables)] if history.whole_reads else []),
-                ]
-                found = _merged(collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses),
-                                elections.result())
-                if any("lost" in checks for checks in found.values()):
-                    watch.stage("placing the lost appends")
-                    lost_where = durability.lost_where(tables)
+                parts = [run(tables).where(F.col("hid").isin(*mine)) for run, _, mine in ran]
+                passed = collect_anomalies(reduce(DataFrame.unionByName, parts), witnesses)
+            found = _merged(_screened(found, decided), passed)
+            if placing is None and any("lost" in checks for checks in found.values()):
+                watch.stage("placing the lost appends")
+                placing = side.submit(durability.lost_where, tables)
+            lost_where = {} if placing is None else placing.result()
+            covers = covering.result()
+            for hid, w in lost:
+                if (cover := covers.get((hid, w["id"]))) is not None:
+                    w["covered_by"] = cover
             # Without final logs `lost` may end unknown: count what nothing ever read back.
             drain = [hid for hid, d in enumerate(dirs) if hid not in finals.longest and FINAL in d.inputs]
             if drain:
@@ -148,7 +161,7 @@ def check_many(
         "load_s": round(ready - started, 3),
         "screen_s": round(screen_done - ready, 3),
         "check_s": round(time.monotonic() - ready, 3),
-        "exact_checks": ran_exact,
+        "exact_checks": bool(ran),
         "history_preloaded": loaded.history is not None,
         "final_logs_preloaded": loaded.finals is not None,
         "screen_preloaded": screened is not None,
@@ -164,6 +177,7 @@ def check_many(
             "final_log_ends": ends,
             "cluster_log_node": finals.longest.get(hid),
             "screen": None if exact else flagged[hid],
+            "exact_decided": sorted(decided[hid]),  # the checks the exact passes decided here
             **timing,
         }
         if layout.fault_log is not None:
@@ -184,6 +198,44 @@ def check_many(
 def _suspects(flags: dict[int, set[str]]) -> Found:
     """`~<check>` findings for each hid -> checks flagged."""
     return {hid: {SUSPECT + name: (1, []) for name in checks} for hid, checks in flags.items()}
+
+
+def _passes(spark: SparkSession, dirs: list[ResultsDir], history: History) -> list[Exact]:
+    """The exact passes of `dirs` (`EXACT`, the stores', and the consumers' and reads of the
+    whole log's when the histories hold them), each with the checks it decides."""
+    def stores(t: Tables) -> DataFrame:
+        return replica_disagreement(load_stores(spark, dirs), t.finals)
+
+    return [
+        *EXACT,
+        (stores, frozenset({"replica-disagreement"})),
+        *([(consumers.checks, consumers.CHECKS)] if history.consumed else []),
+        *([(realtime.stale_by_id, frozenset({"stale-read"}))] if history.whole_reads else []),
+    ]
+
+
+def _plan(
+    passes: list[Exact], found: Found, hids: range, every: set[int]
+) -> tuple[list[tuple[Pass, frozenset[str], list[int]]], dict[int, frozenset[str]]]:
+    """The passes to run, each with the histories it runs for: those whose screen suspects one
+    of its checks in `found`, and `every`. And hid -> the checks the passes decide for it."""
+    left = {
+        hid: frozenset(CHECKS) if hid in every
+        else frozenset(n.removeprefix(SUSPECT) for n in found.get(hid, {}) if n.startswith(SUSPECT))
+        for hid in hids
+    }
+    ran = [(run, finds, mine) for run, finds in passes if (mine := [h for h in hids if left[h] & finds])]
+    decided = {hid: frozenset().union(*[finds for _, finds, mine in ran if hid in mine]) for hid in hids}
+    return ran, decided
+
+
+def _screened(found: Found, decided: dict[int, frozenset[str]]) -> Found:
+    """The screen's own findings in `found` (no suspects), but for the checks the exact passes
+    decided for that history."""
+    return {
+        hid: {n: v for n, v in checks.items() if not n.startswith(SUSPECT) and n not in decided[hid]}
+        for hid, checks in found.items()
+    }
 
 
 def _elections(spark: SparkSession, dirs: list[ResultsDir], witnesses: int) -> Found:

@@ -33,6 +33,7 @@ from checkers.checks.blocksums import NOOP_KEY
 from checkers.checks.tables import Tables, consume_ref
 
 REASONS = ("from-past-offset", "entries-not-consecutive", "offset-past-entries")
+CHECKS = frozenset({"consumed-then-lost", "consume-divergence", "skipped-offset"})  # what `checks` finds
 
 
 def checks(t: Tables) -> DataFrame:

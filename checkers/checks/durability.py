@@ -172,10 +172,18 @@ def by_id(t: Tables) -> DataFrame:
 def lost_where(t: Tables) -> dict[int, dict[str, int]]:
     """hid -> where its lost appends sit in the acknowledged log, in acknowledgement order (as
     Jepsen's NATS analysis counts them): `prefix` before the first acknowledged append that
-    was kept, `postfix` after the last, `middle` between; `all` when none was kept."""
-    acked = _groups(t).where(F.col("app")["type"] == "ok").select(
-        "hid", F.col("app")["complete_index"].alias("done"), "lost"
-    )
+    was kept, `postfix` after the last, `middle` between; `all` when none was kept.
+
+    When every history has final logs, an acknowledged append is lost exactly when the
+    cluster's log does not hold it (`_grouped`), which needs no grouping by id.
+    """
+    if t.history.stats.keys() <= t.finals.longest.keys():
+        ok = t.appends.where(F.col("status") == "ok").join(t.positions, ["hid", "id"], "left")
+        acked = ok.select("hid", F.col("cmp_index").alias("done"), F.col("pos").isNull().alias("lost"))
+    else:
+        acked = _groups(t).where(F.col("app")["type"] == "ok").select(
+            "hid", F.col("app")["complete_index"].alias("done"), "lost"
+        )
     kept = acked.where(~F.col("lost")).groupBy("hid").agg(
         F.min("done").alias("lo"), F.max("done").alias("hi")
     )
@@ -193,6 +201,16 @@ def lost_where(t: Tables) -> dict[int, dict[str, int]]:
     for row in rows:
         where.setdefault(row["hid"], {"prefix": 0, "middle": 0, "postfix": 0})[row["where"]] = row["count"]
     return where
+
+
+def covers(t: Tables, ids: list[tuple[int, str]]) -> dict[tuple[int, str], int]:
+    """(hid, id) -> `covered_by` of a lost witness (`covered`), for the acknowledged appends `ids`
+    that the history shows lost."""
+    if not ids:
+        return {}
+    wanted = t.appends.sparkSession.createDataFrame(ids, "hid long, id string")
+    rows = covered(t).join(F.broadcast(wanted), ["hid", "id"]).collect()
+    return {(row["hid"], row["id"]): row["cover"] for row in rows}
 
 
 def never_read(t: Tables, hids: list[int]) -> dict[int, int]:

@@ -101,7 +101,7 @@ class History:
         uncommitted (it saw an index past the commit index it reported), malformed (its
         entries contradict its range, `contradicts`), covers (the indexes it speaks for,
         `covers`), p_ack, p_seen.
-    read_entries: hid, rid, log_index, id.
+    read_entries: hid, rid, rdone (the read's completion index), log_index, id.
     consumes (ok consumes only): hid, cid (the invoke's index), consumer, process, node (the
         completion's, else the invoke's), inv_time, cmp_index, cmp_time, cfrom, cto, offset,
         entries (as read: [[log_index, id], ...]), malformed (`contradicts`), covers (`covers`).
@@ -395,8 +395,9 @@ def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame, DataFrame, D
         .drop("_indexes")
     )
     read_entries = ok_reads.select(
-        "hid", F.col("index").alias("rid"), F.explode("next_entries").alias("e")
-    ).select("hid", "rid", F.col("e")[0].cast("long").alias("log_index"), F.col("e")[1].alias("id"))
+        "hid", F.col("index").alias("rid"), F.col("next_index").alias("rdone"),
+        F.explode("next_entries").alias("e"),
+    ).select("hid", "rid", "rdone", F.col("e")[0].cast("long").alias("log_index"), F.col("e")[1].alias("id"))
     consumes = good.where((F.col("f") == "consume") & ok).select(
         "hid",
         F.col("index").alias("cid"),

@@ -39,12 +39,14 @@ _NUMBERS = [
     "p_seen",
 ]
 _STATUSES = ("info", "fail", "ok")
+# The exact checks that read every node's final log, not only the cluster's.
+NODE_LOG_CHECKS = frozenset({"divergence", "duplicate", "phantom", "aborted-read", "hole"})
 
 
 def findings(spark: SparkSession, t: Tables, witnesses: int) -> Found:
     """What the screen finds from the history and the final logs: the exact findings of its
-    rows (recovered appends, skipped offsets), and `~<check>` for its suspects and for the
-    final logs' flags (`final_log_flags`, a job run beside the grouping)."""
+    rows (recovered and lost appends, skipped offsets), and `~<check>` for its suspects and
+    for the final logs' flags (`final_log_flags`, a job run beside the grouping)."""
     consumed = t.history.consumed
     parts = [
         by_id(t, consumed=consumed),
@@ -65,15 +67,26 @@ def findings(spark: SparkSession, t: Tables, witnesses: int) -> Found:
 
 
 def by_id(t: Tables, *, consumed: bool = False) -> DataFrame:
-    """Recovered appends, and `~<check>` rows for whatever the exact checks by id would find.
+    """Recovered and lost appends, and `~<check>` rows for whatever else the exact checks by id
+    or by position could find.
 
     One grouping by id of every append, every id a read saw, and the cluster's final log,
     with numbers only (so Spark aggregates it in a hash table, partially before the shuffle).
-    No-ops are keyed by their index. Beyond the exact checks' conditions the groups flag a
-    read's claim at an index where the cluster's log does not hold its id (divergence), an
-    append landed below an index acknowledged before it was invoked (real-time reorder), and
-    one landed at or below an index a read saw before it was invoked (future read): exact
-    while every acknowledged index is right, which the other conditions show.
+    No-ops are keyed by their index. An acknowledged append (or an id an ok read saw) that
+    the cluster's final log does not hold is `lost` as the exact check by id counts it, so
+    the screen gives those rows itself (the witnesses' `covered_by` is added by the caller);
+    without final logs it is a suspect.
+
+    Each suspect holds for its check alone, whatever else the history holds, so the caller
+    runs only the exact passes of the checks flagged (`check.EXACT`). An id whose statements
+    (acknowledgement, reads', consumes' and the cluster's indexes) are not all its one
+    position flags a divergence. A real-time reorder is flagged for an append whose known
+    position is below an index acknowledged before it was invoked, and for an acknowledged
+    append whose position its acknowledgement does not tell (no index, or landed elsewhere);
+    a future read for an append landed at or below an index a read saw before it was
+    invoked, or seen by a read or consume that completed before it was invoked. The known
+    position is the cluster's, else the acknowledged index, else the lowest index a read or
+    consume saw it at, as the exact checks take it (`Tables.known_positions`).
 
     With `consumed`, every entry a consume got joins the grouping too: an id the cluster's
     log does not hold at the index it was consumed at flags the consumer checks by log index
@@ -83,7 +96,8 @@ def by_id(t: Tables, *, consumed: bool = False) -> DataFrame:
     code = F.array_position(F.array(*[F.lit(x) for x in _STATUSES]), F.col("status"))
     appended = t.appends.withColumn("status", code).select("hid", "id", *_NUMBERS)
     claim = [F.coalesce("id", noop).alias("id"), F.col("log_index").alias("claim")]
-    claimed = t.read_entries.select("hid", *claim, "rid").unionByName(
+    read = t.read_entries.select("hid", *claim, "rid", F.col("log_index").alias("rclaim"), "rdone")
+    claimed = read.unionByName(
         t.history.observed.select("hid", *claim),  # what fail and info reads and consumes carried
         allowMissingColumns=True,
     )
@@ -106,29 +120,40 @@ def by_id(t: Tables, *, consumed: bool = False) -> DataFrame:
         F.min("claim").alias("claim_lo"),
         F.max("claim").alias("claim_hi"),
         F.min("rid").alias("seen_by_read"),
+        F.min("rclaim").alias("read_lo"),
+        F.min("rdone").alias("read_done_lo"),
         F.min("at").alias("pos"),
         F.max("at").alias("pos_hi"),
         *got,
     )
+    if not consumed:
+        nothing = F.lit(None).cast("long")
+        ids = ids.select("*", *[nothing.alias(c) for c in ("got_lo", "got_done_lo", "got_hi")])
     ids = ids.withColumn("status", F.get(F.array(*[F.lit(x) for x in _STATUSES]), F.col("status") - 1))
-    pos, status, lo = F.col("pos"), F.col("status"), F.col("claim_lo")
+    pos, status, ack = F.col("pos"), F.col("status"), F.col("ack_index")
     landed, named = pos.isNotNull(), ~F.col("id").startswith(NOOP_KEY)
-    appended_here = F.col("inv_index").isNotNull()
+    appended_here, ok = F.col("inv_index").isNotNull(), status == "ok"
+    stated = [F.col(c) for c in ("claim_lo", "claim_hi", "got_lo", "got_hi")]  # where the history has it
+    said = F.coalesce(F.least(*stated), ack).isNotNull()
+    seen_at = F.coalesce(pos, ack, F.least("read_lo", "got_lo"))  # its known position
+    has_final_log = F.col("hid").isin(*t.finals.longest) if t.finals.longest else F.lit(False)
+    lost = ~landed & (ok | F.col("seen_by_read").isNotNull())
     suspects = {
-        "lost": ~landed & ((status == "ok") | F.col("seen_by_read").isNotNull()),
-        "aborted-read": (status == "fail") & (lo.isNotNull() | landed),
-        "phantom": ~appended_here & (lo.isNotNull() | landed),
-        "duplicate": (lo != F.col("claim_hi")) | (pos != F.col("pos_hi")),
-        "index-mismatch": (status == "ok") & landed & (F.col("ack_index") != pos),
-        "divergence": lo.isNotNull() & (~landed | (lo != pos) | (F.col("claim_hi") != pos)),
-        "realtime-reorder": landed & (F.col("p_ack") > pos),
-        "future-read": landed & (F.col("p_seen") >= pos),
+        "lost": ~has_final_log & lost,
+        "aborted-read": (status == "fail") & (said | landed),
+        "phantom": ~appended_here & (said | landed),
+        "duplicate": F.least(*stated, pos) != F.greatest(*stated, F.col("pos_hi")),
+        "index-mismatch": ok & _differs(F.when(landed, pos), *stated, against=ack),
+        "divergence": F.when(landed, _differs(*stated, ack, F.col("pos_hi"), against=pos)).otherwise(said),
+        "realtime-reorder": (ok & (ack.isNull() | F.coalesce(pos != ack, F.lit(False))))
+        | (F.col("p_ack") > seen_at),
+        "future-read": (landed & (F.col("p_seen") >= pos))
+        | (F.col("inv_index") > F.least("read_done_lo", "got_done_lo")),
     }
     if consumed:
         got_lo = F.col("got_lo")
         suspects["consumed-then-lost"] = got_lo.isNotNull() & ~landed
-        suspects["future-read"] = suspects["future-read"] | (F.col("inv_index") > F.col("got_done_lo"))
-        # A named id nowhere in the log is flagged as lost (the exact checks then see it all);
+        # A named id nowhere in the log flags consumed-then-lost (its pass decides both);
         # a no-op is one where the cluster's log holds another entry (up to its end).
         ends = [F.lit(x) for hid, node in t.finals.longest.items() for x in (hid, t.finals.ends[hid][node])]
         end = F.element_at(F.create_map(*ends), F.col("hid")) if ends else F.lit(None)
@@ -141,12 +166,27 @@ def by_id(t: Tables, *, consumed: bool = False) -> DataFrame:
             named & appended_here & (status == "info") & landed,
             anomaly("recovered", F.col("inv_index"), id=F.col("id"), final_index=pos, append=append_ref()),
         ),
+        (
+            named & has_final_log & lost,
+            anomaly(
+                "lost",
+                F.coalesce("inv_index", "seen_by_read"),
+                id=F.col("id"),
+                append=F.when(appended_here, append_ref()),
+                seen_by_read=F.col("seen_by_read"),
+            ),
+        ),
         *[
             (cond if name in by_index else named & cond, suspect(name, id=F.col("id")))
             for name, cond in suspects.items()
         ],
     ]
     return anomalies_where(ids, cases)
+
+
+def _differs(*stated: Column, against: Column) -> Column:
+    """Some non-null one of `stated` is not `against` (false when `against` is null)."""
+    return F.coalesce(F.exists(F.array(*stated), lambda x: x != against), F.lit(False))
 
 
 def read_flags(t: Tables) -> DataFrame:
@@ -184,8 +224,9 @@ def _misses(prefix: str) -> Column:
 def final_log_flags(spark: SparkSession, finals: FinalLogs) -> dict[int, set[str]]:
     """hid -> checks whose anomalies the final logs may hold (empty when they are sound).
 
-    `hole` when the cluster's log is not exactly the indexes 0..end; `divergence` when a
-    node's log is not a prefix of the cluster's.
+    `hole` and `divergence` (two entries at an index) when the cluster's log is not exactly
+    the indexes 0..end; when a node's log is not a prefix of the cluster's, every check that
+    reads each node's log (`NODE_LOG_CHECKS`).
     """
     flags: dict[int, set[str]] = defaultdict(set)
     if not finals.longest:
@@ -206,10 +247,10 @@ def final_log_flags(spark: SparkSession, finals: FinalLogs) -> dict[int, set[str
     for (hid, b), (n, _, _, hi) in expected.items():
         got = cluster.get((hid, b))
         if got is None or (got[0], got[3]) != (n, hi):
-            flags[hid].add("hole")
+            flags[hid] |= {"hole", "divergence"}
     for hid, b in cluster:
         if (hid, b) not in expected:
-            flags[hid].add("hole")
+            flags[hid] |= {"hole", "divergence"}
     partial = _partial_blocks(spark, finals)
     for hid, ends_of in finals.ends.items():
         for node, end in ends_of.items():
@@ -220,7 +261,7 @@ def final_log_flags(spark: SparkSession, finals: FinalLogs) -> dict[int, set[str
                 cut = b == end // FINAL_BLOCK and end < ends_of[finals.longest[hid]]
                 reference = partial.get((hid, node)) if cut else cluster.get((hid, b))
                 if got is None or reference is None or got[:3] != reference[:3]:
-                    flags[hid].add("divergence")
+                    flags[hid] |= NODE_LOG_CHECKS
     return flags
 
 

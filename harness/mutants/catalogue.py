@@ -69,15 +69,15 @@ _ELECTION: tuple[Mutant, ...] = (
         ("--nodes", "3", *SLOW_ELECTIONS, "--nemesis", "bounce,partition", *LONG),
     ),
     Mutant(
-        "vote-for-older-term", "election",
-        "A node grants its vote to a candidate of an older term than its own.",
+        "vote-log-check-term-only", "election",
+        "The up-to-date check compares only last terms, so a shorter log ending in the same term wins votes.",
         (Edit("election.py",
-              "    if req.term < view.term:\n"
-              "        return VoteResult.REJECT_EXPIRED_VOTE_TERM, None  # rule 5\n"
-              "    if req.term == view.term:",
-              "    if req.term <= view.term:"),),
-        ("--nemesis", "pause,partition,part-kill", *LONG),
-        LATE_VOTES,
+              "    if req.ledger_end_term == view.ledger_end_term"
+              " and req.ledger_end_index < view.ledger_end_index:\n"
+              "        return VoteResult.REJECT_SMALL_LEDGER_END_INDEX\n",
+              ""),),
+        ("--nemesis", "part-kill,partition,kill", *LONG),
+        CHURN,
     ),
     Mutant(
         "leader-ignores-higher-term", "election",
@@ -119,11 +119,11 @@ _REPLICATION: tuple[Mutant, ...] = (
         ("--nemesis", "partition,part-kill,kill", *LONG),
     ),
     Mutant(
-        "truncate-ignored", "replication",
-        "A follower answers a TRUNCATE with success but keeps its conflicting tail.",
-        (Edit("replication.py", "            _truncate(store, keep, commit)\n", ""),),
-        ("--nemesis", "partition,part-kill,kill", *LONG),
-        REPAIR_CHURN,
+        "truncate-below-acknowledged", "replication",
+        "A follower applies a late TRUNCATE where it says, cutting entries it acknowledged since.",
+        (Edit("replication.py", "keep = max(req.index, commit, verified)", "keep = max(req.index, commit)"),),
+        ("--nemesis", "packet,partition,kill", "--packet-modes", "duplicate,delay", *LONG),
+        LATE_VOTES,
     ),
     Mutant(
         "commit-earlier-term-by-counting", "replication",

@@ -34,6 +34,8 @@ class SimConfig:
     liveness_ms: float | None = None  # None: 20 s, or 30 leader-loss timeouts (master-slave: 10
     # housekeeping periods) if longer
     small_disks: float = 0.3  # share of the runs with small disks (about 1 in 11 of those fills up)
+    drifting_clocks: float = 0.5  # share of the runs whose clocks drift, each as slow or as fast as
+    # the lease's drift bound allows (`nodes.sim.clock.drift_band`)
     fault_gap_ms: tuple[float, float] = (50.0, 600.0)
     fault_length_ms: tuple[float, float] = (100.0, 1500.0)
     # a leader's transfer timeout and a transferee's vote interval; None: drawn per run

@@ -115,14 +115,16 @@ def _power_loss(nemesis: Nemesis, rng: random.Random) -> None:
 
 
 def _skew(nemesis: Nemesis, rng: random.Random) -> str:
-    node = rng.choice(nemesis.nodes.names)
-    nemesis.nodes.clocks[node].set_rate(nemesis.loop.now, rng.uniform(0.96, 1.04))
+    nodes = nemesis.nodes
+    node = rng.choice(nodes.names)
+    nodes.clocks[node].set_rate(nemesis.loop.now, rng.uniform(*nodes.drift_band))
     return node
 
 
 def _unskew(nemesis: Nemesis, node: str | None) -> None:
     assert node is not None
-    nemesis.nodes.clocks[node].set_rate(nemesis.loop.now, 1.0)
+    nodes = nemesis.nodes
+    nodes.clocks[node].set_rate(nemesis.loop.now, nodes.drift[node])
 
 
 def _transfers(nemesis: Nemesis, _rng: random.Random) -> None:
@@ -203,7 +205,7 @@ CATALOGUE = (
     # reordered or torn: one node, mostly one with writes not yet fsynced, or every node at once)
     SimFault("crash", _crash),
     SimFault("powerloss", _power_loss),
-    # a node's clock runs fast or slow, within the lease's drift bound
+    # a node's clock runs fast or slow, anywhere within the lease's drift bound (`nodes.sim.clock`)
     SimFault("skew", _skew, _unskew),
     # leadership transfer requests to whoever leads, every 20-200 ms while it lasts
     SimFault("transfer", _transfers, _transfers_end, modes=(DLEDGER,)),

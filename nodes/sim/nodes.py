@@ -20,7 +20,7 @@ from nodes.election import Role
 from nodes.ha.node import HaNode
 from nodes.logic import Flusher, Ready
 from nodes.messages import PeerMessage, PushRequest, TransferRequest
-from nodes.sim.clock import SkewedClock
+from nodes.sim.clock import SkewedClock, drift_band, drift_rates
 from nodes.sim.config import SimConfig
 from nodes.sim.disk import DIRECTORY, UNCHANGED, SimDisk, disk_capacity
 from nodes.sim.hamode import HaMode
@@ -63,7 +63,10 @@ class Nodes:
         self.names = [f"n{i + 1}" for i in range(config.nodes)]
         # each node's disk has its own speed, and every fsync its own time with slow outliers
         self._fsync_ms = {n: config.fsync_ms * rng.uniform(0.25, 4.0) for n in self.names}
-        self.clocks = {n: SkewedClock(0.0, rng.uniform(0.0, 1e6), 1.0) for n in self.names}
+        self.drift_band = drift_band(core_config.timing.lease_drift_ratio)
+        # each clock's own rate (1.0 but in `config.drifting_clocks` of the runs): a skew returns to it
+        self.drift = drift_rates(config.seed, config.drifting_clocks, self.names, self.drift_band)
+        self.clocks = {n: SkewedClock(0.0, rng.uniform(0.0, 1e6), self.drift[n]) for n in self.names}
         data_segment, index_segment = rng.choice(SEGMENT_SIZES)
         capacity = disk_capacity(config.seed, config.small_disks, data_segment, index_segment, longest_body)
         self.disks = {n: SimDisk(data_segment, index_segment, capacity) for n in self.names}

@@ -184,10 +184,10 @@ class Workload:
         nodes.drain(node)
 
     def _answer_by(self, rid: int, timeout_ms: float) -> None:
-        """The node owes an answer to `rid` within its `timeout_ms`, plus a tick or two and
-        clock rates within the lease's drift bound."""
+        """The node owes an answer to `rid` within its `timeout_ms` on its clock, as slow as the
+        lease's drift bound lets it run, plus a tick or two."""
         op = self.ops[rid]
-        due = self.loop.now + timeout_ms * 1.05 + 2 * self.config.tick_ms
+        due = self.loop.now + timeout_ms / self.nodes.drift_band[0] + 2 * self.config.tick_ms
         self.deadlines.on_request(rid, due, f"{op.kind} rid {rid} at {op.node} ({timeout_ms:.0f} ms timeout)")
 
     # ---- what becomes of them ----------------------------------------------------------

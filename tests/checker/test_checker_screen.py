@@ -51,6 +51,31 @@ def test_the_screen_alone_decides_correct_histories_with_the_same_verdicts(spark
         assert result["checks"]["recovered"]["witnesses"] == exact["checks"]["recovered"]["witnesses"], name
 
 
+def test_the_passes_the_screen_leaves_decide_every_history_as_all_the_exact_passes(spark, checked):
+    names = list(checked)
+    dirs = [ResultsDir.open(checked[n][0].path) for n in names]
+    exact = check_many(dirs, spark, witnesses=1000, exact=True)
+    differ, partly = [], []
+    for name, every in zip(names, exact, strict=True):
+        screened = checked[name][1]
+        mine, theirs = screened["checks"], every["checks"]
+        if (screened["valid"], mine) != (every["valid"], theirs):
+            differ.append((name, {c: (mine[c], theirs[c]) for c in mine if mine[c] != theirs[c]}))
+        decided = set(screened["stats"]["exact_decided"])
+        if decided and decided < set(every["stats"]["exact_decided"]):
+            partly.append(name)
+    assert not differ, differ[:2]
+    assert len(partly) > 20, "the batch runs some histories' passes only"
+
+
+def test_lost_appends_are_counted_placed_and_witnessed_by_the_screen(checked):
+    _, result = checked["inject-lost"]
+    lost = result["checks"]["lost"]
+    assert lost["valid"] is False and lost["count"] >= 1 and sum(lost["where"].values()) >= 1
+    assert "lost" in result["stats"]["screen"] and "lost" not in result["stats"]["exact_decided"]
+    assert not {"realtime-reorder", "future-read", "index-mismatch"} & set(result["stats"]["exact_decided"])
+
+
 def test_tiny_buckets_pair_ops_across_their_edges_with_the_same_verdicts(spark, checked, monkeypatch):
     monkeypatch.setattr(checkers.checks.history, "BUCKET_LINES", 3)
     names = list(checked)
