@@ -41,7 +41,7 @@ class LaggingMajorityFault:
         steps = Steps()
         leader, minority, fresh, drops = lagging_minority(self.nodes, rng, self.step, steps)
         cut = self.power.cut(fresh)
-        steps.add("power-off", fresh, dropped=cut["dropped"], late_ms=cut["late_ms"])
+        steps.add("power-off", fresh, late_ms=cut["late_ms"])
         lift_grudge(self.nodes, drops)
         steps.add("heal", minority)
         back = rng.choice(fresh)

@@ -95,7 +95,7 @@ class PowerFault:
         return undo_each(back, self.nodes.start)
 
     def stop(self) -> dict[str, Any]:
-        return undo_each(self.off, self.nodes.start)
+        return self.restore(list(self.off))
 
     def _fs_problem(self, node: str) -> str:
         return self.nodes.exec(node, self._lazyfs("status") + " || true").strip()

@@ -272,9 +272,11 @@ _DURABILITY: tuple[Mutant, ...] = (
     ),
     Mutant(
         "recovery-keeps-torn-tail", "durability",
-        "Recovery stops at a torn entry but leaves its bytes and any later files in place.",
-        (Edit("store/recovery.py", "    elif scan.stop is not None and not scan.stop.clean:\n"
-              "        cut = scan.stop.pos, scan.stop.reason\n", ""),),
+        "Recovery stops at a torn entry but neither cuts it nor writes over it: new entries go after "
+        "the last file (RocketMQ's truncateDirtyFiles skipped), and the next recovery, stopping at the "
+        "torn bytes again, drops them.",
+        (Edit("store/recovery.py", "        cut = scan.stop.pos, scan.stop.reason\n",
+              "        state.write_pos = data.segments[-1].offset + data.segment_size\n"),),
         ("--nemesis", "power-loss,disk", *LONG),
         TORN,
     ),

@@ -21,6 +21,11 @@ after a restart), and `changed_from`, the lowest index changed since the invaria
 looked, so log matching is checked on every change from there on only. `durable_end()`
 says how much of `log` a power loss would keep (the master-slave checks need it), and
 `wipe()` loses the whole disk (master-slave failover, as the harness's lose-node).
+
+Every restart checks the store's contract (as tests/store does for the store alone): the log
+recovered is a prefix of a log the store held since it was last opened, and it keeps every
+entry the store had made durable. A store that breaks it raises `Violation("store contract")`,
+whether or not a consensus invariant would ever see the difference.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import sys
 from pathlib import Path
 
 from nodes.logview import Append, StoreWrite
+from nodes.sim.invariants import Violation
 from nodes.sim.simfs import LossMode, SimFileSystem
 from nodes.store.entrycodec import HEADER_SIZE, INDEX_SIZE
 from nodes.store.logstore import Entry
@@ -76,6 +82,10 @@ class SimDisk:
         self.log: list[Entry] = []
         self.changed_from = UNCHANGED
         self._durable_down = -1  # while the node is down: its store's durable end when it stopped
+        # every log held since the last open, as a trie: (id of the log before an entry, the entry)
+        # -> id of the log through it; `_ids[i]` is the id of `log[:i + 1]`
+        self._held: dict[tuple[int, Entry], int] = {}
+        self._ids: list[int] = []
 
     def open(self) -> tuple[MmapStore, TermState]:
         """Start the node's persistence: recover the store, read term and vote."""
@@ -90,6 +100,7 @@ class SimDisk:
             fs=fs,
         )
         recovered = store.get_range(0, store.end_index) if store.end_index >= 0 else []
+        self._check_contract(recovered)
         old = self.log
         same = next((i for i, (a, b) in enumerate(zip(old, recovered, strict=False)) if a != b),
                     min(len(old), len(recovered)))
@@ -105,8 +116,35 @@ class SimDisk:
             if isinstance(write, Append):
                 self.changed_from = min(self.changed_from, len(log))
                 log.extend(write.entries)
+                self._hold(write.entries)
             else:
                 del log[write.after + 1 :]
+                del self._ids[write.after + 1 :]
+
+    def _hold(self, entries: list[Entry]) -> None:
+        """`entries` follow the log: remember the logs they make."""
+        held, ids = self._held, self._ids
+        last = ids[-1] if ids else 0
+        for entry in entries:
+            last = held.setdefault((last, entry), len(held) + 1)
+            ids.append(last)
+
+    def _check_contract(self, recovered: list[Entry]) -> None:
+        """Violation unless `recovered` keeps the durable entries and is a prefix of a held log;
+        then the logs held start again from it."""
+        durable = self._durable_down + 1
+        if recovered[:durable] != self.log[:durable]:
+            raise Violation("store contract", f"recovery kept {len(recovered)} entries, not the {durable} "
+                            f"it had made durable as they were (log end {len(self.log) - 1})")
+        last = 0
+        for entry in recovered:
+            found = self._held.get((last, entry))
+            if found is None:
+                raise Violation("store contract", f"recovery kept {entry} after entries no log the store "
+                                f"held had before it")
+            last = found
+        self._held, self._ids = {}, []
+        self._hold(recovered)
 
     def check_space(self, now_ms: float) -> None:
         """The store's retention check (the server's store runs it every `check_interval_s`,
@@ -134,6 +172,7 @@ class SimDisk:
         """The disk is lost, with everything on it (the node is down): it comes back empty."""
         self.fs = SimFileSystem(self.fs.capacity)
         self.log = []
+        self._held, self._ids = {}, []
         self._durable_down = -1
         self._checked = -1
 
