@@ -31,6 +31,10 @@ SELF_VOTER = ("--nodes", "3", "--mixes", "votecrash,leaderkill;votecrash,pause")
 LATE_VOTES = ("--nodes", "3", "--mixes", "delay,dup,partition;pause,partition,crash")  # stale requests
 POWER = ("--nodes", "3", "--mixes", "powerloss,crash,leadercrash;powerloss,partition,leaderkill")
 TORN = ("--mixes", "powerloss,repaircrash,partition;powerloss,crash,leadercrash")  # torn and reordered writes
+# leaders killed before their no-op spreads, then a repair cut by a power loss: Figure 7's logs (a
+# follower's no-op of a later term rewritten by an earlier one), where an old entry can follow a
+# rewritten one that is as long as its predecessor and of a lower term
+FIGURE7 = ("--nodes", "3", "--mixes", "leaderkill,leadercrash,repaircrash")
 
 _ELECTION: tuple[Mutant, ...] = (
     Mutant(
@@ -268,7 +272,7 @@ _DURABILITY: tuple[Mutant, ...] = (
         "Recovery keeps an entry whose chain CRC does not follow the entry before it.",
         (Edit("store/recovery.py", "if not entry.ok:", "if not entry.body_crc_ok:"),),
         ("--nemesis", "disk,power-loss", *LONG),
-        TORN,
+        FIGURE7,
     ),
     Mutant(
         "recovery-keeps-torn-tail", "durability",
