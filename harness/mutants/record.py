@@ -11,4 +11,8 @@ CAUGHT_BY_CELL: dict[str, str] = {
     "read-index-unconfirmed": "invalid at seed 34002 (8 stale reads), after the client's discovery fix and "
                               "--stale-leader-ms (`hunt read-index-unconfirmed --runs cell --run-seeds 1 "
                               "--start 34002`)",
+    **{name: f"invalid at seed 1215888288, aae1583, the unmodified node valid (`hunt {name} --sim-seeds 0 "
+             f"--runs cell --run-seeds 1 --start 1215888288`)"
+       for name in ("ack-before-quorum", "ack-before-fsync", "follower-acks-unflushed", "vote-twice-in-term",
+                    "read-beyond-commit")},
 }

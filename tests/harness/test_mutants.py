@@ -112,9 +112,12 @@ def test_a_night_runs_a_different_few_mutants_and_only_recorded_catches_are_cont
         monkeypatch: pytest.MonkeyPatch) -> None:
     one, two = cells.tonight(0, 3), cells.tonight(1, 3)
     assert len(one) == 3 and [c.name for c in one] != [c.name for c in two]
-    assert all(c.known_risk and not c.control for c in one)
-    monkeypatch.setitem(cells.CAUGHT_BY_CELL, "ack-before-quorum", "measured")
-    cell = cells.mutant_cell(mutant("ack-before-quorum"))
+    recorded = {f"mutant-{name}" for name in cells.CAUGHT_BY_CELL}
+    assert all(c.control == (c.variant in recorded) == (c.known_risk is None) for c in cells.tonight(0, 99))
+    unrecorded = next(m.name for m in CATALOGUE if m.name not in cells.CAUGHT_BY_CELL)
+    assert not cells.mutant_cell(mutant(unrecorded)).control
+    monkeypatch.setitem(cells.CAUGHT_BY_CELL, unrecorded, "measured")
+    cell = cells.mutant_cell(mutant(unrecorded))
     assert cell.control and cell.known_risk is None
     assert cells.tonight(5, 0) == []
 
