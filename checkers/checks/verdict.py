@@ -173,11 +173,14 @@ def exit_code(valid: Verdict) -> int:
 
 
 def verdict_line(result: dict[str, Any]) -> str:
-    """The verdict and read mode, and that the faults did not bite when results.json's `bite` says so."""
+    """The verdict and read mode, that the faults did not bite when results.json's `bite` says so,
+    and the scheduled faults that never ran."""
     line = f"valid: {json.dumps(result['valid'])}  (read mode {result['read_mode']})"
     bite = result.get("bite")
     if bite and not bite["bit"]:
         line += f"{', but' if result['valid'] is True else ';'} {bite['note']}"
+    if bite and bite.get("unrun"):
+        line += f"; scheduled but never ran: {', '.join(bite['unrun'])}"
     return line
 
 

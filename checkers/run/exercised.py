@@ -12,7 +12,8 @@ check reads every line.
 `bite`: a run with faults whose nodes changed no leader and whose operations none failed or
 was indeterminate (test.json's client and consume outcomes; without them, the outcomes while
 each fault was in force) did not test much, whatever its verdict; nor did a run that asked for
-faults (test.json's `faults`) whose schedule ran none.
+faults (test.json's `faults`) whose schedule ran none. `unrun` names the families the schedule
+held that never started (test.json's `nemesis_unrun`: the run ended first).
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def bite(test: dict[str, Any], found: dict[str, Any] | None) -> dict[str, Any] |
     failed = sum(o.get("fail", 0) + o.get("info", 0) for o in outcomes) - refused
     bit = found["leader_changes"] > 0 or failed > 0
     return {"faults": len(faults), "leader_changes": found["leader_changes"], "failed_ops": failed,
-            "bit": bit, "note": None if bit else NO_BITE}
+            "bit": bit, "note": None if bit else NO_BITE, "unrun": test.get("nemesis_unrun", [])}
 
 
 def _events(path: Path) -> Iterator[dict[str, Any]]:

@@ -45,6 +45,8 @@ class NemesisRunner:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="nemesis", daemon=True)
         self._started = 0.0
+        self._next = 0  # how many of the schedule's steps have begun
+        self.late = 0.0  # the most seconds a step started after its scheduled time
 
     def start(self, started: float) -> None:
         """Follow the schedule, counting its times from `started` (a monotonic time)."""
@@ -57,8 +59,11 @@ class NemesisRunner:
 
     def _loop(self) -> None:
         for step in self.schedule:
-            if self._stop.wait(max(0.0, self._started + step.at - time.monotonic())):
+            wait = self._started + step.at - time.monotonic()
+            self.late = max(self.late, -wait)
+            if self._stop.wait(max(0.0, wait)):
                 return
+            self._next += 1
             if step.action == "stop":
                 self._stop_fault(step.fault)
             else:
@@ -100,6 +105,16 @@ class NemesisRunner:
             return None
         self.history.complete(PROCESS, "info", f, value)
         return value
+
+    def finish(self, timeout: float) -> bool:
+        """Wait up to `timeout` s for the schedule's last step; whether it has run."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def unrun(self) -> list[str]:
+        """The families whose scheduled start never came (the run ended first), in schedule order."""
+        started = {step.fault for step in self.schedule[:self._next]}
+        return list(dict.fromkeys(s.fault for s in self.schedule if s.fault not in started))
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop following the schedule; a fault op in progress gets up to `timeout` s to finish."""

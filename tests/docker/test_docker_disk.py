@@ -12,7 +12,7 @@ import pytest
 from harness.containers.db import Db
 from harness.wait import wait_for
 from nemesis.disk import DiskFault
-from nodes.client import Client
+from nodes.client import AppendAck, Client, ClientError
 
 pytestmark = pytest.mark.docker
 
@@ -39,10 +39,25 @@ def committed_log(db: Db, node: str) -> Log:
 
 
 def append(db: Db, tag: str, count: int = 20) -> dict[int, bytes]:
-    """Append `count` entries through the leader; {index: body} of the acknowledged ones."""
+    """Append `count` entries through the leader; {index: body} of the acknowledged ones.
+
+    An append the client could not settle (a restarted follower's election took the leader's
+    term away mid-call) is sent again under the new leader: only acknowledged ones count."""
+    acked: dict[int, bytes] = {}
     with Client(db.client_peers(), timeout=5) as client:
-        bodies = [f"disk-{tag}-{i}".encode() for i in range(count)]
-        return {client.append(body).first_index: body for body in bodies}
+        for body in (f"disk-{tag}-{i}".encode() for i in range(count)):
+            ack = wait_for(lambda body=body: settled_append(client, body), 30,
+                           f"no leader acknowledged {body!r} within 30 s")
+            acked[ack.first_index] = body
+    return acked
+
+
+def settled_append(client: Client, body: bytes) -> AppendAck | None:
+    """The acknowledgement of `body`, or None when the call failed either way."""
+    try:
+        return client.append(body)
+    except ClientError:
+        return None
 
 
 def converged(db: Db, last: int) -> Log | None:

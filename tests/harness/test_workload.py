@@ -6,8 +6,9 @@ The log here is an in-memory stand-in; real clients against real nodes run in th
 import json
 import random
 import threading
+import time
 
-from harness.chaos.generator import Mix
+from harness.chaos.generator import FaultStep, Mix
 from harness.chaos.history import History
 from harness.chaos.nemesis_runner import NemesisRunner
 from harness.chaos.workload import (
@@ -211,3 +212,31 @@ def test_a_fault_that_did_not_step_a_clock_reopens_the_lease_gate_at_once(tmp_pa
         runner.faults["stale-leader"] = Fault(True)
         runner.inject("stale-leader")
         assert gate.mode("lease") == "read-index"
+
+
+def test_a_nemesis_behind_its_schedule_says_how_late_it_ran_and_what_never_ran(tmp_path):
+    entered, release = threading.Event(), threading.Event()
+
+    class Slow:
+        def start(self, rng):
+            entered.set()
+            release.wait(10)
+            return {"targets": []}
+
+        def stop(self):
+            return {"targets": []}
+
+    schedule = [FaultStep(0, "start", "pause"), FaultStep(1, "stop", "pause"),
+                FaultStep(2, "start", "clock"), FaultStep(3, "stop", "clock")]
+    with History(tmp_path / "h.jsonl") as history:
+        runner = NemesisRunner({"clock": CLOCK, "pause": PAUSE}, {"pause": Slow(), "clock": Slow()}, schedule,
+                               history, random.Random(1))
+        runner.start(time.monotonic() - 10)  # every step is due 7 to 10 s ago
+        assert entered.wait(10), "the first fault never started"
+        assert not runner.finish(0), "the schedule cannot be done while a fault op hangs"
+        assert runner.unrun() == ["clock"]
+        release.set()
+        assert runner.finish(10)
+        assert runner.unrun() == []
+        assert runner.late >= 7
+        runner.stop_faults()

@@ -100,23 +100,29 @@ QUIET = {"leader_changes": 0}
 
 @pytest.mark.parametrize(("test", "found", "expected"), [
     ({"fault_log": {"faults": [FAULT]}, "client_outcomes": {"ok": 90, "fail": 0, "info": 0}}, QUIET,
-     {"faults": 1, "leader_changes": 0, "failed_ops": 0, "bit": False, "note": NO_BITE}),
+     {"faults": 1, "leader_changes": 0, "failed_ops": 0, "bit": False, "note": NO_BITE, "unrun": []}),
     ({"fault_log": {"faults": [FAULT]}, "client_outcomes": {"ok": 90, "fail": 0, "info": 0}},
-     {"leader_changes": 1}, {"faults": 1, "leader_changes": 1, "failed_ops": 0, "bit": True, "note": None}),
+     {"leader_changes": 1},
+     {"faults": 1, "leader_changes": 1, "failed_ops": 0, "bit": True, "note": None, "unrun": []}),
     ({"fault_log": {"faults": [FAULT]}, "client_outcomes": {"ok": 90, "fail": 0, "info": 0},
       "consume_outcomes": {"ok": 9, "fail": 1, "info": 1}}, QUIET,
-     {"faults": 1, "leader_changes": 0, "failed_ops": 2, "bit": True, "note": None}),
+     {"faults": 1, "leader_changes": 0, "failed_ops": 2, "bit": True, "note": None, "unrun": []}),
     ({"fault_log": {"faults": [FAULT, {**FAULT, "ops": {"ok": 1, "fail": 0, "info": 3}}]}}, QUIET,
-     {"faults": 2, "leader_changes": 0, "failed_ops": 3, "bit": True, "note": None}),
+     {"faults": 2, "leader_changes": 0, "failed_ops": 3, "bit": True, "note": None, "unrun": []}),
     ({"fault_log": {"faults": [FAULT]}, "client_outcomes": {"ok": 90, "fail": 7, "info": 0},
       "directed_read_refusals": 7}, QUIET,
-     {"faults": 1, "leader_changes": 0, "failed_ops": 0, "bit": False, "note": NO_BITE}),
+     {"faults": 1, "leader_changes": 0, "failed_ops": 0, "bit": False, "note": NO_BITE, "unrun": []}),
+    ({"fault_log": {"faults": [FAULT]}, "client_outcomes": {"ok": 90, "fail": 3, "info": 0},
+      "nemesis_unrun": ["stop", "power-loss"]}, QUIET,
+     {"faults": 1, "leader_changes": 0, "failed_ops": 3, "bit": True, "note": None,
+      "unrun": ["stop", "power-loss"]}),
     ({"fault_log": {"faults": []}, "client_outcomes": {"ok": 90, "fail": 0, "info": 0}}, QUIET, None),
     ({"faults": {"power-loss": {}}, "fault_log": {"faults": []}}, None,
      {"faults": 0, "leader_changes": None, "failed_ops": None, "bit": False, "note": NO_FAULT}),
     ({}, QUIET, None),
     ({"fault_log": {"faults": [FAULT]}}, None, None),
-], ids=["no-bite", "leader-changed", "consume-failed", "ops-while-faulted", "refusals-only", "no-faults",
+], ids=["no-bite", "leader-changed", "consume-failed", "ops-while-faulted", "refusals-only", "some-never-ran",
+        "no-faults",
         "asked-but-none-ran", "no-fault-log",
         "no-events"])
 def test_the_faults_bit_when_a_leader_changed_or_an_op_failed(test, found, expected):
@@ -141,6 +147,13 @@ def test_the_verdict_line_says_when_the_faults_did_not_bite(valid, bit, line):
     result = verdict(valid, bit)
     assert verdict_line(result) == line
     assert line in table(result).splitlines()
+
+
+def test_the_verdict_line_names_the_scheduled_faults_that_never_ran():
+    result = verdict(True, True)
+    result["bite"]["unrun"] = ["stop", "power-loss"]
+    assert verdict_line(result) == ("valid: true  (read mode read-index); "
+                                    "scheduled but never ran: stop, power-loss")
 
 
 def test_the_table_shows_what_the_nodes_exercised(tmp_path):
@@ -193,4 +206,5 @@ def test_the_check_writes_the_tally_and_the_bite_into_results_json(spark, tmp_pa
     assert result["exercised"]["rules"] == {"push.truncate": 2} and result["exercised"]["elections"] > 1
     changes = result["exercised"]["leader_changes"]
     assert result["bite"] == {"faults": len(test["fault_log"]["faults"]), "leader_changes": changes,
-                              "failed_ops": 0, "bit": changes > 0, "note": None if changes else NO_BITE}
+                              "failed_ops": 0, "bit": changes > 0, "note": None if changes else NO_BITE,
+                              "unrun": []}
