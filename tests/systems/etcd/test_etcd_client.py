@@ -8,11 +8,13 @@ import json
 import socket
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from harness.chaos.consumers import BATCH
+from harness.wait import wait_for
 from nodes.client import DefiniteFailure, IndeterminateFailure
 from systems.etcd.client import EtcdClient
 from systems.etcd.gateway import b64
@@ -146,6 +148,29 @@ def test_leader_and_move_leader_ask_the_leader(fake: Gateway) -> None:
     client = EtcdClient({"n1": fake.endpoint})
     assert client.move_leader("n2") == "n1"
     assert fake.requests[-1] == ("/v3/maintenance/transfer-leadership", {"targetID": "2"})
+
+
+def test_the_leader_is_asked_of_every_member_at_once(fake: Gateway) -> None:
+    paused = [Gateway(), Gateway()]
+    try:
+        for gateway in paused:
+            gateway.replies = [hang(gateway)]
+        status = {"header": header("3"), "leader": "1", "raftTerm": "2"}
+        members = {"header": HEADER, "members": [{"ID": "1", "name": "n3"}]}
+        fake.replies = [answer(200, status), answer(200, members)]
+        endpoints = {"n1": paused[0].endpoint, "n2": paused[1].endpoint, "n3": fake.endpoint}
+        client = EtcdClient(endpoints, timeout=60)
+        with ThreadPoolExecutor(1) as pool:
+            asking = pool.submit(client.leader)
+            # within the 10 s a hung answer lasts: asked in turn, the second would wait for the first
+            wait_for(lambda: all(g.requests for g in paused), 5,
+                     "a paused member was asked only after another one's answer")
+            for gateway in paused:
+                gateway.release.set()  # the hung answers end without a reply: those members are skipped
+            assert asking.result(timeout=30) == "n3"
+    finally:
+        for gateway in paused:
+            gateway.close()
 
 
 def test_a_consumers_pull_is_a_serializable_range_on_the_member_asked(fake: Gateway) -> None:
