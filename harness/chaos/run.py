@@ -426,8 +426,8 @@ class TestRun:
             left = runner.heal_all(db)
             self.test["nemesis_errors"] = runner.errors
             self.test["nemesis_late_s"] = round(runner.late, 3)
-            if runner.unrun():
-                self.test["nemesis_unrun"] = runner.unrun()
+            if unrun := runner.unrun():
+                self.test["nemesis_unrun"] = unrun
             if runner.exited:
                 self.test["exited_at_start"] = runner.exited
                 log.warning("nodes the system would not start again: %s", ", ".join(sorted(runner.exited)))
