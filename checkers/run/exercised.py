@@ -74,8 +74,10 @@ def bite(test: dict[str, Any], found: dict[str, Any] | None) -> dict[str, Any] |
     """Whether the run's faults changed a leader or failed an operation; None when the run asked
     for no faults, or had no events (`found`, from `exercised`) to tell whether its faults bit."""
     faults = (test.get("fault_log") or {}).get("faults") or []
+    unrun = test.get("nemesis_unrun", [])
     if not faults and test.get("faults") and "fault_log" in test:
-        return {"faults": 0, "leader_changes": None, "failed_ops": None, "bit": False, "note": NO_FAULT}
+        return {"faults": 0, "leader_changes": None, "failed_ops": None, "bit": False, "note": NO_FAULT,
+                "unrun": unrun}
     if not faults or found is None:
         return None
     if isinstance(test.get("client_outcomes"), dict):
@@ -86,7 +88,7 @@ def bite(test: dict[str, Any], found: dict[str, Any] | None) -> dict[str, Any] |
     failed = sum(o.get("fail", 0) + o.get("info", 0) for o in outcomes) - refused
     bit = found["leader_changes"] > 0 or failed > 0
     return {"faults": len(faults), "leader_changes": found["leader_changes"], "failed_ops": failed,
-            "bit": bit, "note": None if bit else NO_BITE, "unrun": test.get("nemesis_unrun", [])}
+            "bit": bit, "note": None if bit else NO_BITE, "unrun": unrun}
 
 
 def _events(path: Path) -> Iterator[dict[str, Any]]:

@@ -118,7 +118,7 @@ QUIET = {"leader_changes": 0}
       "unrun": ["stop", "power-loss"]}),
     ({"fault_log": {"faults": []}, "client_outcomes": {"ok": 90, "fail": 0, "info": 0}}, QUIET, None),
     ({"faults": {"power-loss": {}}, "fault_log": {"faults": []}}, None,
-     {"faults": 0, "leader_changes": None, "failed_ops": None, "bit": False, "note": NO_FAULT}),
+     {"faults": 0, "leader_changes": None, "failed_ops": None, "bit": False, "note": NO_FAULT, "unrun": []}),
     ({}, QUIET, None),
     ({"fault_log": {"faults": [FAULT]}}, None, None),
 ], ids=["no-bite", "leader-changed", "consume-failed", "ops-while-faulted", "refusals-only", "some-never-ran",
