@@ -39,7 +39,8 @@ class NotReady(Exception):
 @retry(
     stop=stop_after_delay(120),
     wait=wait_fixed(0.5),
-    retry=retry_if_exception_type((NotReady, OSError)),
+    # ValueError: a master that is still starting answers with an empty page
+    retry=retry_if_exception_type((NotReady, OSError, ValueError)),
     reraise=True,
 )
 def _wait_for_worker(ui_port: int) -> None:

@@ -79,11 +79,8 @@ def test_publishes_read_back_by_seq_on_every_server(cluster: Db) -> None:
     ids = [f"p{i % 5}-{i}" for i in range(PUBLISHED)]
     assert publish(js(cluster, "n1"), ids) == list(range(1, PUBLISHED + 1))
     expected = [[i, msg_id] for i, msg_id in enumerate(ids)]
+    wait_replicated(cluster, PUBLISHED)
     for name in cluster.names:
-        def caught_up(name: str = name) -> bool:
-            state = replica_state(cluster.address(name), MONITOR_PORT, SPEC.name)
-            return state is not None and state["last_seq"] == PUBLISHED
-        wait_for(caught_up, 30, f"{name}'s replica did not reach seq {PUBLISHED}")
         direct = js(cluster, name).read_all(SPEC.name, direct=True)
         assert (direct.node, direct.entries(), direct.gaps) == (name, expected, ())
         assert direct.messages[7].data == f"body of {ids[7]}".encode()
@@ -127,17 +124,33 @@ def test_acknowledged_before_fsynced_unless_always(docker_client: docker.DockerC
                                                   always_cluster: Db,
                                                   record_property: Callable[[str, object], None]) -> None:
     """Jepsen's precondition, measured with strace on each server's process: the fsync calls while
-    20 publishes are acknowledged (the default: none at all; always: at least one a publish)."""
+    20 publishes are acknowledged and every replica catches up. The default: none at all. Always: the
+    quorum that acknowledges (a majority) fsyncs at least once a publish; a lagging replica may take
+    several publishes in one append and fsync once for them, but it fsyncs."""
     counts = {}
     for label, target in (("default", cluster), ("always", always_cluster)):
         ids = [f"{label}-{i}" for i in range(20)]
         counts[label] = fsyncs_during(docker_client, target,
-                                      lambda target=target, ids=ids: publish(js(target, "n1"), ids))
+                                      lambda target=target, ids=ids: publish_and_replicate(target, ids))
     record_property("fsyncs_per_server_during_20_acked_publishes", counts)
     print(f"fsync calls per server during 20 acknowledged publishes: {counts}")
     assert all(n == 0 for n in counts["default"].values()), counts
-    assert all(n >= 20 for n in counts["always"].values()), counts
+    always = counts["always"].values()
+    assert sum(n >= 20 for n in always) >= len(always) // 2 + 1 and all(n >= 1 for n in always), counts
 
+
+def publish_and_replicate(db: Db, ids: list[str]) -> None:
+    """Publish `ids` through n1, then wait until every server's replica holds the last of them."""
+    wait_replicated(db, publish(js(db, "n1"), ids)[-1])
+
+
+def wait_replicated(db: Db, last: int) -> None:
+    """Wait until every server's replica of the stream holds seq `last`."""
+    for name in db.names:
+        def caught_up(name: str = name) -> bool:
+            state = replica_state(db.address(name), MONITOR_PORT, SPEC.name)
+            return state is not None and state["last_seq"] >= last
+        wait_for(caught_up, 30, f"{name}'s replica did not reach seq {last}")
 
 
 def test_the_disk_fault_damages_a_servers_message_block_and_the_stream_repairs_it(cluster: Db) -> None:
