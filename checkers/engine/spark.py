@@ -88,6 +88,9 @@ def session(
         # Compressing cached tables costs more CPU than reading them back saves.
         "spark.sql.inMemoryColumnarStorage.compressed": "false",
         "spark.executorEnv.PYTHONPATH": os.pathsep.join(sys.path),
+        # Off: PySpark 4 otherwise records the Python call site of every column function in the
+        # JVM, five py4j round trips each (about a third of a small check's round trips).
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
     }
     with _STARTING:
         if SparkContext._active_spark_context is None:
