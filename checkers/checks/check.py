@@ -27,7 +27,7 @@ from checkers.checks.tables import Tables
 from checkers.checks.verdict import CHECKS, FINAL, INFORMATIONAL, add_never_read, decide, undecided
 from checkers.engine.preload import PRELOADED, Loaded
 from checkers.engine.progress import Progress, Watch
-from checkers.engine.spark import running, session, shuffle_partitions_for
+from checkers.engine.spark import fit_to_input, running, session
 from checkers.layout import INPUTS, ResultsDir
 from checkers.run.exercised import run_summary
 
@@ -97,8 +97,7 @@ def check_many(
     started = time.monotonic()
     lost_where: dict[int, dict[str, int]] = {}
     unread: dict[int, int] = {}
-    partitions = shuffle_partitions_for(_input_bytes(dirs), spark.sparkContext.defaultParallelism)
-    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    fit_to_input(spark, _input_bytes(dirs))
     loaded = loaded or Loaded()
     screened = None if exact or loaded.witnesses != witnesses else loaded.screened
     # Small jobs run beside the others (Spark takes jobs from many threads): the election

@@ -25,7 +25,7 @@ from checkers.checks.anomalies import DEFAULT_WITNESSES, Found
 from checkers.checks.finallogs import FinalLogs, load_final_logs
 from checkers.checks.history import History, load_history
 from checkers.checks.tables import Tables
-from checkers.engine.spark import shuffle_partitions_for
+from checkers.engine.spark import fit_to_input
 from checkers.layout import ResultsDir
 
 Part = Literal["history", "finals"]
@@ -83,9 +83,7 @@ class Preloaded:
                 held[1].unpersist()
             key = _key(part, layout)
             if part == "history":
-                cores = spark.sparkContext.defaultParallelism
-                partitions = shuffle_partitions_for(layout.history.stat().st_size, cores)
-                spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+                fit_to_input(spark, layout.history.stat().st_size)
                 self._held[part] = key, load_history(spark, [layout])
             else:
                 self._held[part] = key, load_final_logs(spark, [layout])

@@ -20,9 +20,14 @@ from pyspark.sql import SparkSession
 
 from checkers.engine.gateway import launch
 
+JAVA_OPTS = "CHECKER_JAVA_OPTS"
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 DEFAULT_MASTER = "local[*]"
 PARTITION_BYTES = 256 << 20
+# Below this much input a check's expressions are interpreted rather than compiled to Java:
+# compiling (and then JIT-compiling the new classes) costs more than the rows take
+# (bench/README.md, "Interpreted small checks").
+INTERPRET_BELOW = 32 << 20
 _STARTING = threading.Lock()  # one SparkContext per process, even when two threads start it
 
 
@@ -49,6 +54,16 @@ def shuffle_partitions_for(input_bytes: int, cores: int) -> int:
     return min(256, max(cores, input_bytes // PARTITION_BYTES + 1))
 
 
+def fit_to_input(spark: SparkSession, input_bytes: int) -> None:
+    """Set the next check's shuffle partitions (`shuffle_partitions_for`) and, for an input
+    under `INTERPRET_BELOW`, interpreted expressions instead of generated code."""
+    cores = spark.sparkContext.defaultParallelism
+    small = input_bytes < INTERPRET_BELOW
+    spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions_for(input_bytes, cores)))
+    spark.conf.set("spark.sql.codegen.wholeStage", "false" if small else "true")
+    spark.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN" if small else "FALLBACK")
+
+
 def running() -> bool:
     """Whether this process has a Spark session already (then `session` starts nothing)."""
     return SparkContext._active_spark_context is not None
@@ -68,7 +83,9 @@ def session(
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # The throughput collector: a check is one batch of short-lived rows, and G1's
     # concurrent work cost ~15% of a 10^7-line check on 2 cores (bench/README.md).
+    # CHECKER_JAVA_OPTS adds JVM options (the tests' `-XX:TieredStopAtLevel=1`: see tests/conftest.py).
     java_opts = f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()} -XX:+UseParallelGC"
+    java_opts = f"{java_opts} {os.environ.get(JAVA_OPTS, '')}".strip()
     memory = driver_memory or os.environ.get("CHECKER_DRIVER_MEMORY", "4g")
     settings = {
         "spark.master": master_url(master),

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from checkers.engine.spark import driver_host, shuffle_partitions_for, sql_conf
+import checkers.engine.spark as engine
+from checkers.checks.check import check_many
+from checkers.engine.spark import JAVA_OPTS, driver_host, fit_to_input, shuffle_partitions_for, sql_conf
+from checkers.layout import ResultsDir
 
 pytestmark = pytest.mark.spark
 BYPASS = "spark.sql.execution.bypassPartialAggregation"
@@ -35,3 +38,40 @@ def test_the_driver_binds_loopback_unless_told_the_address_a_cluster_reaches(mon
     assert driver_host() == "127.0.0.1"
     monkeypatch.setenv("SPARK_DRIVER_HOST", "10.0.0.5")
     assert driver_host() == "10.0.0.5"
+
+
+def _compiled(spark) -> bool:
+    """Whether a query now runs as generated code (whole-stage codegen marks its operators `*(n)`)."""
+    query = spark.range(10).selectExpr("id * 2 AS twice").where("twice > 4")
+    return "*(" in query._jdf.queryExecution().executedPlan().toString()
+
+
+def test_a_small_input_is_interpreted_and_a_large_one_compiled(spark):
+    try:
+        fit_to_input(spark, 1 << 20)
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+        assert spark.conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN" and not _compiled(spark)
+        fit_to_input(spark, 1387 << 20)
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "6"
+        assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK" and _compiled(spark)
+    finally:
+        fit_to_input(spark, 0)
+
+
+def test_interpreted_and_compiled_checks_give_the_same_verdicts(spark, checked, monkeypatch):
+    """The case folders are all small (interpreted in `checked`); the same, compiled, agree."""
+    names = [*[name for name in checked if not name.startswith("random-")][::3], "random-1", "random-2"]
+    monkeypatch.setattr(engine, "INTERPRET_BELOW", 0)
+    compiled = check_many([ResultsDir.open(checked[name][0].path) for name in names], spark, witnesses=1000)
+    monkeypatch.undo()
+    assert len({r["valid"] for r in compiled}) > 1, "broken and correct histories both"
+    for name, result in zip(names, compiled, strict=True):
+        assert result["checks"] == checked[name][1]["checks"], name
+
+
+def test_the_jvm_takes_the_options_checker_java_opts_adds(spark):
+    """tests/conftest.py sets CHECKER_JAVA_OPTS (C1 only) for every checker JVM the tests start."""
+    import os
+
+    runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    assert os.environ[JAVA_OPTS].split()[0] in list(runtime.getInputArguments())
