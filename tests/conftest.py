@@ -15,11 +15,6 @@ import pytest
 # point the default socket at a folder nobody creates; those that want a service start
 # their own on a socket of their own.
 os.environ["CHECKER_AUTOSTART"] = "0"  # a check in a test never leaves a service behind
-# Every checker JVM of the tests (in-process, services, runs' subprocesses) compiles with C1
-# only: their checks are small and many, and C2 would spend a third of their CPU compiling
-# (bench/README.md, "Interpreted small checks"); the verdicts do not depend on it. C1 alone
-# gets a 48 MiB code cache, which a session's generated classes fill (the JIT then stops).
-os.environ.setdefault("CHECKER_JAVA_OPTS", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m")
 os.environ["CHECKER_SOCKET"] = str(Path(tempfile.gettempdir()) / "no-checker-service" / f"{os.getpid()}.sock")
 
 

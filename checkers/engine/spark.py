@@ -20,7 +20,6 @@ from pyspark.sql import SparkSession
 
 from checkers.engine.gateway import launch
 
-JAVA_OPTS = "CHECKER_JAVA_OPTS"
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 DEFAULT_MASTER = "local[*]"
 PARTITION_BYTES = 256 << 20
@@ -83,9 +82,7 @@ def session(
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # The throughput collector: a check is one batch of short-lived rows, and G1's
     # concurrent work cost ~15% of a 10^7-line check on 2 cores (bench/README.md).
-    # CHECKER_JAVA_OPTS adds JVM options (the tests' `-XX:TieredStopAtLevel=1`: see tests/conftest.py).
     java_opts = f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()} -XX:+UseParallelGC"
-    java_opts = f"{java_opts} {os.environ.get(JAVA_OPTS, '')}".strip()
     memory = driver_memory or os.environ.get("CHECKER_DRIVER_MEMORY", "4g")
     settings = {
         "spark.master": master_url(master),

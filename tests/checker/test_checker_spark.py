@@ -6,7 +6,7 @@ import pytest
 
 import checkers.engine.spark as engine
 from checkers.checks.check import check_many
-from checkers.engine.spark import JAVA_OPTS, driver_host, fit_to_input, shuffle_partitions_for, sql_conf
+from checkers.engine.spark import driver_host, fit_to_input, shuffle_partitions_for, sql_conf
 from checkers.layout import ResultsDir
 
 pytestmark = pytest.mark.spark
@@ -68,10 +68,3 @@ def test_interpreted_and_compiled_checks_give_the_same_verdicts(spark, checked, 
     for name, result in zip(names, compiled, strict=True):
         assert result["checks"] == checked[name][1]["checks"], name
 
-
-def test_the_jvm_takes_the_options_checker_java_opts_adds(spark):
-    """tests/conftest.py sets CHECKER_JAVA_OPTS (C1 only) for every checker JVM the tests start."""
-    import os
-
-    runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
-    assert os.environ[JAVA_OPTS].split()[0] in list(runtime.getInputArguments())
