@@ -67,4 +67,3 @@ def test_interpreted_and_compiled_checks_give_the_same_verdicts(spark, checked, 
     assert len({r["valid"] for r in compiled}) > 1, "broken and correct histories both"
     for name, result in zip(names, compiled, strict=True):
         assert result["checks"] == checked[name][1]["checks"], name
-
