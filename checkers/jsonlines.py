@@ -222,9 +222,13 @@ def final_line_problem(record: Any) -> str | None:
 
 
 def event_line_problem(record: Any) -> str | None:
-    """What is wrong with one events.jsonl line; lines without `role` are not checked."""
+    """What is wrong with one events.jsonl line; lines other than role, vote and start lines
+    are not checked."""
     if not isinstance(record, dict):
         return "an events line must be a JSON object"
+    kind = record.get("event")
+    if kind in ("vote", "start"):
+        return _vote_line_problem(record)
     if "role" not in record:
         return None
     if record["role"] not in ROLES:
@@ -235,7 +239,23 @@ def event_line_problem(record: Any) -> str | None:
         return "`node` must be a string"
     if not (record.get("leader") is None or isinstance(record["leader"], str)):
         return "`leader` must be a string or null"
+    if not (record.get("end_index") is None or _is_int(record["end_index"])):
+        return "`end_index` must be an integer"
     return None
+
+
+def _vote_line_problem(record: dict[str, Any]) -> str | None:
+    """A vote line (the term and vote saved or granted) or a start line (the term and vote recovered)."""
+    if not _is_int(record.get("term")):
+        return "`term` must be an integer"
+    if not isinstance(record.get("node"), str):
+        return "`node` must be a string"
+    if record["event"] == "vote":
+        ok = record.get("candidate") is None or isinstance(record["candidate"], str)
+        return None if ok else "`candidate` must be a string or null"
+    if not (record.get("vote") is None or isinstance(record["vote"], str)):
+        return "`vote` must be a string or null"
+    return None if isinstance(record.get("fresh"), bool) else "`fresh` must be true or false"
 
 
 def first_problem(path: Path, validate: Validator) -> InputError | None:

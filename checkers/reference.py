@@ -107,7 +107,7 @@ class Run:
     consumes: list[Op]  # ok consumes, in history order
     observed: list[Op]  # fail and info reads and consumes that carried entries
     finals: dict[str, dict[int, str | None]]  # node -> log_index -> id
-    leaders: dict[int, set[str]]  # term -> claimed leaders
+    events: EventClaims
 
     @property
     def cluster(self) -> dict[int, str | None] | None:
@@ -143,16 +143,67 @@ def load(results_dir: Path | str) -> Run:
         node: {e["log_index"]: e.get("id") for _, e in iter_jsonl(path, final_line_problem)}
         for node, path in layout.final_logs().items()
     }
-    leaders: dict[int, set[str]] = defaultdict(set)
-    for path in layout.event_logs().values():
-        for _, e in iter_jsonl(path, event_line_problem):
-            if e.get("role") == "leader":
-                leaders[e["term"]].add(e["node"])
-            elif e.get("role") and e.get("leader") is not None:
-                leaders[e["term"]].add(e["leader"])
     ok_consumes = [c for c in consumes if c.type == "ok"]
     observed = [op for op in reads + consumes if op.type in ("fail", "info") and "entries" in op.result]
-    return Run(layout, appends, [r for r in reads if r.type == "ok"], ok_consumes, observed, finals, leaders)
+    return Run(layout, appends, [r for r in reads if r.type == "ok"], ok_consumes, observed, finals,
+               event_claims(list(layout.event_logs().values())))
+
+
+@dataclass
+class EventClaims:
+    """What the nodes' events.jsonl say about leaders and votes."""
+
+    leaders: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))  # term -> claimed
+    leaderships: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))  # `leader` lines
+    forgotten_votes: int = 0  # start lines that recovered less than the node's last vote line
+    leader_ends: list[tuple[int, int]] = field(default_factory=list)  # (term, end_index) per leader line
+    committed: dict[int, int] = field(default_factory=dict)  # term -> the highest commit index reported in it
+
+    @property
+    def election_safety(self) -> int:
+        """Terms with two leaders, or a node leading them twice."""
+        return sum(1 for term, names in self.leaders.items()
+                   if len(names) > 1 or len(self.leaderships[term]) > len(set(self.leaderships[term])))
+
+
+    @property
+    def leader_completeness(self) -> int:
+        """Leader lines whose log ended below an index committed in an earlier term."""
+        return sum(1 for term, end in self.leader_ends
+                   if any(index > end for t, index in self.committed.items() if t < term))
+
+
+def event_claims(paths: list[Path]) -> EventClaims:
+    """Leaders per term and forgotten votes (see `checkers.checks.elections`) of these events files."""
+    claims = EventClaims()
+    for path in paths:
+        lines = sorted((e for _, e in iter_jsonl(path, event_line_problem)),
+                       key=lambda e: e.get("real_ns", e["time_ns"]))
+        saved: tuple[int, str | None] | None = None  # the last vote line's (term, vote) since the last start
+        for e in lines:
+            if e.get("role") == "leader":
+                claims.leaders[e["term"]].add(e["node"])
+                claims.leaderships[e["term"]].append(e["node"])
+                if e.get("end_index") is not None:
+                    claims.leader_ends.append((e["term"], e["end_index"]))
+            elif e.get("event") == "commit":
+                claims.committed[e["term"]] = max(claims.committed.get(e["term"], -1), e["commit_index"])
+            elif e.get("role") and e.get("leader") is not None:
+                claims.leaders[e["term"]].add(e["leader"])
+            elif e.get("event") == "vote":
+                saved = (e["term"], e.get("candidate"))
+            elif e.get("event") == "start":
+                claims.forgotten_votes += (saved is not None and not e["fresh"]
+                                           and _forgot(saved, e["term"], e.get("vote")))
+                saved = (-1, None) if e["fresh"] else (e["term"], e.get("vote"))
+    return claims
+
+
+def _forgot(saved: tuple[int, str | None], term: int, vote: str | None) -> bool:
+    """Whether a node that had saved or granted `saved` (term, vote) recovered less: an earlier
+    term, or in that term another vote (Raft saves both before it answers)."""
+    saved_term, saved_vote = saved
+    return term < saved_term or (term == saved_term and saved_vote is not None and vote != saved_vote)
 
 
 def _history_lost(run: Run, ok: list[Op]) -> set[str]:
@@ -279,7 +330,9 @@ def _checks(run: Run) -> dict[str, int]:
         end = max(entries, default=-1)
         holes += sum(1 for g in range(end + 1) if g not in entries and (g == 0 or g - 1 in entries))
     counts["hole"] = holes
-    counts["election-safety"] = sum(1 for names in run.leaders.values() if len(names) > 1)
+    counts["election-safety"] = run.events.election_safety
+    counts["leader-completeness"] = run.events.leader_completeness
+    counts["forgotten-vote"] = run.events.forgotten_votes
     counts.update(_consumer_checks(run, log, pos))
     return counts
 
@@ -335,7 +388,7 @@ def reference_check(results_dir: Path | str) -> dict[str, Any]:
     missing: dict[str, str] = {}
     if run.cluster is None:
         missing["final-logs"] = "no final logs"
-    if not run.leaders and not run.layout.event_logs():
+    if not run.layout.event_logs():
         missing["events"] = "no events"
     why, not_applicable = undecided(run.layout.inputs, missing)
     if "replica-disagreement" not in not_applicable:
@@ -372,6 +425,8 @@ def linearizable(results_dir: Path | str, limit: int = 2_000_000) -> bool | None
     in_log = set(final)
     invoked: dict[str | None, int] = {a.id: a.inv_index for a in run.appends}
     for c in run.consumes:
+        if c.malformed:  # no log answers a pull so (an index twice, say, even of two no-ops)
+            return False
         for i, x in c.entries:
             if not 0 <= i < len(final) or final[i] != x or invoked.get(x, -1) > c.done_time:
                 return False

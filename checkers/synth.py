@@ -111,21 +111,22 @@ class _World:
     events: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def elect(self, now: int) -> None:
-        """A new leader: next term, role lines on every node, and its no-op entry."""
+        """A new leader: next term, every node's vote for it and role line, and its no-op entry;
+        the first follower then restarts and recovers its vote (a `start` line)."""
         self.term += 1
         leader = self.rng.choice(self.nodes)
         for node in self.nodes:
             role = "leader" if node == leader else "follower"
-            self.events.setdefault(node, []).append(
-                {
-                    "event": "role",
-                    "time_ns": now,
-                    "node": node,
-                    "term": self.term,
-                    "role": role,
-                    "leader": leader,
-                }
-            )
+            line = {"time_ns": now, "node": node, "term": self.term}
+            self.events.setdefault(node, []).extend([
+                {**line, "event": "vote", "time_ns": now - 1, "candidate": leader},
+                {**line, "event": "role", "role": role, "leader": leader, "end_index": len(self.log) - 1},
+            ])
+        restarted = next(n for n in self.nodes if n != leader)
+        self.events[restarted].append(
+            {"event": "start", "time_ns": now + 1, "node": restarted, "term": self.term, "vote": leader,
+             "fresh": False}
+        )
         self.log.append((self.term, None))
 
 

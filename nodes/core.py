@@ -320,7 +320,7 @@ class Core:
         self._out.persist = (self.term, self.vote_for)
 
     def _emit_role(self) -> None:
-        self._out.role_changes.append(RoleChange(self.term, self.role, self.leader))
+        self._out.role_changes.append(RoleChange(self.term, self.role, self.leader, self.log.end_index))
 
     def _durable_index(self) -> int:
         end = self.log.end_index

@@ -75,11 +75,13 @@ def durability(flush: str, master_slave: bool) -> Durability:
 
 @dataclass(frozen=True, slots=True)
 class RoleChange:
-    """One line of events.jsonl: the node took `role` in `term`, knowing `leader`."""
+    """One line of events.jsonl: the node took `role` in `term`, knowing `leader`, with its Raft
+    log ending at `end_index` (None: a logic without Raft's leader completeness, master-slave)."""
 
     term: int
     role: Role
     leader: str | None
+    end_index: int | None = None
 
 
 @dataclass(slots=True)

@@ -64,7 +64,7 @@ from nodes.protocol import (
     wire_limits,
 )
 from nodes.store.mmapstore import DEFAULT_DATA_SEGMENT, DEFAULT_INDEX_SEGMENT, MmapStore
-from nodes.store.termfile import TermState, load_checkpoint, load_term
+from nodes.store.termfile import TERM_FILE, TermState, load_checkpoint, load_term
 from nodes.timing import Timing
 from nodes.wire import RECV_BYTES, FrameError, FrameParser, frame_message
 
@@ -225,6 +225,8 @@ class NodeServer:
         )
         log.info("store recovered: %s", self.store.recovery.summary())
         state = load_term(data_dir)
+        fresh = self.store.end_index == -1 and not (data_dir / TERM_FILE).exists()
+        self.events.start(state.term, state.vote_for, fresh)
         limits = wire_limits(self.codec, list(config.peers), MAX_READ_ENTRIES, config.ha is not None)
         # An entry body must fit in a data segment and in every frame that carries it.
         self.max_body = min(limits.max_body, self.store.max_body)
@@ -538,6 +540,11 @@ class NodeServer:
     def applied(self, ready: Ready) -> None:
         for change in ready.role_changes:
             log.info("role %s in term %d, leader %s", change.role.value, change.term, change.leader)
-            self.events.role(change.term, change.role.value, change.leader)
+            self.events.role(change.term, change.role.value, change.leader, change.end_index)
         if ready.commit_index is not None:
             self.events.commit(self.logic.term, ready.commit_index)
+        if ready.persist is not None:
+            self.events.vote(*ready.persist)
+        for peer, message in ready.messages:
+            if isinstance(message, m.VoteResponse) and message.result is m.VoteResult.ACCEPT:
+                self.events.vote(message.term, peer)

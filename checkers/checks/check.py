@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from checkers.checks import consumers, durability, realtime, screen
 from checkers.checks.anomalies import DEFAULT_WITNESSES, SUSPECT, Found, collect_anomalies
-from checkers.checks.elections import election_safety, load_events
+from checkers.checks.elections import election_safety, forgotten_vote, leader_completeness, load_events
 from checkers.checks.finallogs import FinalLogs, load_final_logs
 from checkers.checks.history import History, load_history
 from checkers.checks.replicas import load_stores, replica_disagreement, replica_flags
@@ -238,8 +238,10 @@ def _screened(found: Found, decided: dict[int, frozenset[str]]) -> Found:
 
 
 def _elections(spark: SparkSession, dirs: list[ResultsDir], witnesses: int) -> Found:
-    """The election-safety findings (exact on either path)."""
-    return collect_anomalies(election_safety(load_events(spark, dirs)), witnesses)
+    """The election-safety, leader-completeness and forgotten-vote findings (exact on either path)."""
+    events = load_events(spark, dirs)
+    checks = (election_safety, leader_completeness, forgotten_vote)
+    return collect_anomalies(reduce(DataFrame.unionByName, [c(events) for c in checks]), witnesses)
 
 
 def _merged(found: Found, more: Found) -> Found:

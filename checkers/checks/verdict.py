@@ -67,7 +67,13 @@ REGISTRY: tuple[Check, ...] = (
           "out of order or repeated, outside [from, to], or `to` before from - 1"),
     Check("replica-disagreement", "node data files disagree at an index both committed",
           needs=("stores", FINAL), reads_history=False),
-    Check("election-safety", "two leaders in one term", needs=("events",), reads_history=False),
+    Check("election-safety", "two leaders in one term, or one node leading a term twice", needs=("events",),
+          reads_history=False),
+    Check("leader-completeness", "a leader whose log, when it took office, ended below an index committed "
+          "in an earlier term", needs=("events",), reads_history=False),
+    Check("forgotten-vote", "a node that restarted with an earlier term, or another vote, than the term and "
+          "vote it had saved or granted (Raft saves both before it answers)", needs=("events",),
+          reads_history=False),
     Check("consumed-then-lost", "an entry a consumer consumed, missing from the final log", needs=(FINAL,)),
     Check("consume-divergence",
           "a consumed entry that the final log holds at another index (or not at that index), "

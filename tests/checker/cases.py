@@ -3,7 +3,7 @@
 Names: `ok-<seed>` (correct), `inject-<class>` (one anomaly class injected), `random-<seed>`
 (random small history, maybe broken, maybe with consumers), `consumers-ok-<seed>` (correct,
 with consumers), and edge cases (`empty`, `only-failures`, `cut-off`, `missing-node-log`,
-`no-final-logs`, `committed-mode`, `stores`, `stores-disagree`).
+`no-final-logs`, `committed-mode`, `stores`, `stores-disagree`, `relead`, `wiped`).
 """
 
 from __future__ import annotations
@@ -110,6 +110,22 @@ def _stores(folder: Path, disagree: bool) -> Case:
     return Case(folder, "replica-disagreement", {"log_index": index})
 
 
+def _relead(folder: Path) -> Case:
+    sim = simulate(13, 60, elections=2)
+    expected = inject(sim, "relead", random.Random(0))
+    return Case(sim.write(folder), "election-safety", expected)
+
+
+def _wiped(folder: Path) -> Case:
+    """A node whose data was wiped restarts with nothing (a fresh start): not a forgotten vote."""
+    sim = simulate(14, 60, elections=2)
+    node = sim.nodes[0]
+    last = max(e["time_ns"] for e in sim.events[node])
+    sim.events[node].append({"event": "start", "time_ns": last + 1, "node": node, "term": 0, "vote": None,
+                             "fresh": True})
+    return Case(sim.write(folder))
+
+
 def build(base: Path) -> dict[str, Case]:
     cases: dict[str, Case] = {}
     for seed in CORRECT_SEEDS:
@@ -135,4 +151,6 @@ def build(base: Path) -> dict[str, Case]:
     cases["committed-mode"] = _committed_mode(base / "committed-mode")
     cases["stores"] = _stores(base / "stores", disagree=False)
     cases["stores-disagree"] = _stores(base / "stores-disagree", disagree=True)
+    cases["relead"] = _relead(base / "relead")
+    cases["wiped"] = _wiped(base / "wiped")
     return cases

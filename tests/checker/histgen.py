@@ -143,8 +143,41 @@ def _hole(sim: Sim, rng: random.Random) -> dict[str, Any]:
 
 def _election_safety(sim: Sim, rng: random.Random) -> dict[str, Any]:
     node = sim.nodes[0]
-    line = next(e for e in sim.events[node] if e["role"] == "follower")
+    line = next(e for e in sim.events[node] if e.get("role") == "follower")
     sim.events[node].append({**line, "role": "leader", "leader": node, "time_ns": line["time_ns"] + 1})
+    return {"term": line["term"]}
+
+
+def _forgotten_vote(sim: Sim, rng: random.Random) -> dict[str, Any]:
+    """A node restarts without the vote it granted last: it recovers the term before."""
+    node = rng.choice(sim.nodes)
+    last = max(e["time_ns"] for lines in sim.events.values() for e in lines)
+    votes = [e for e in sim.events[node] if e.get("event") == "vote"]
+    term = max((e["term"] for e in votes), default=0) + 1
+    sim.events[node] += [
+        {"event": "vote", "time_ns": last + 1, "node": node, "term": term, "candidate": sim.nodes[0]},
+        {"event": "start", "time_ns": last + 2, "node": node, "term": term - 1, "vote": None, "fresh": False},
+    ]
+    return {"node": node}
+
+
+def _leader_completeness(sim: Sim, rng: random.Random) -> dict[str, Any]:
+    """A node reports a commit index in the first term past where the second term's leader's log ended."""
+    leaders = [e for lines in sim.events.values() for e in lines if e.get("role") == "leader"]
+    first, second = sorted(leaders, key=lambda e: e["term"])[:2]
+    node = rng.choice(sim.nodes)
+    sim.events[node].append({"event": "commit", "time_ns": second["time_ns"] - 2, "node": node,
+                             "term": first["term"], "commit_index": second["end_index"] + 1})
+    return {"term": second["term"], "node": second["node"]}
+
+
+def _relead(sim: Sim, rng: random.Random) -> dict[str, Any]:
+    """The leader of a term leads it again after a follower line of the same term."""
+    line = next(e for lines in sim.events.values() for e in lines if e.get("role") == "leader")
+    sim.events[line["node"]] += [
+        {**line, "role": "follower", "time_ns": line["time_ns"] + 1},
+        {**line, "time_ns": line["time_ns"] + 2},
+    ]
     return {"term": line["term"]}
 
 
@@ -251,6 +284,7 @@ def _move_offset(sim: Sim, rng: random.Random) -> dict[str, Any]:
 
 
 MUTATIONS: dict[str, Injection] = {
+    "relead": _relead,
     "shift-ack": _shift_ack,
     "swap-final": _swap_any,
     "truncate-read": _truncate_read,
@@ -272,6 +306,8 @@ INJECTIONS: dict[str, Injection] = {
     "nonmonotonic-read": _nonmonotonic_read,
     "hole": _hole,
     "election-safety": _election_safety,
+    "leader-completeness": _leader_completeness,
+    "forgotten-vote": _forgotten_vote,
 }
 
 

@@ -8,7 +8,8 @@ from cases import RANDOM_CASES
 from checkers.reference import linearizable, reference_check
 
 pytestmark = pytest.mark.spark
-SINGLE_NODE = {"divergence", "hole", "election-safety"}  # edits of one node's files, invisible to the search
+# edits of node files only, invisible to the search
+SINGLE_NODE = {"divergence", "hole", "election-safety", "leader-completeness", "forgotten-vote", "relead"}
 LINEARIZABILITY = (
     "lost",
     "divergence",

@@ -1,8 +1,11 @@
-"""Edge cases: empty and cut-off histories, only failures, missing final logs, read modes, stores."""
+"""Edge cases: empty and cut-off histories, only failures, missing final logs, read modes, stores,
+node events (a term led twice, a wiped node)."""
 
 from __future__ import annotations
 
 import pytest
+
+from checkers.reference import reference_check
 
 pytestmark = pytest.mark.spark
 
@@ -73,3 +76,20 @@ def test_a_store_that_disagrees_at_a_committed_index_is_found(checked):
     assert witness["log_index"] == case.expected["log_index"]
     tampered = [n for n in witness["nodes"] if n["store_id"] == "tampered"]
     assert tampered and tampered[0]["final_id"] != "tampered"
+
+
+def test_a_node_leading_one_term_twice_breaks_election_safety(checked):
+    case, result = checked["relead"]
+    check = result["checks"]["election-safety"]
+    assert check["valid"] is False and check["count"] == 1, check
+    [witness] = check["witnesses"]
+    assert witness["term"] == case.expected["term"] and witness["leaderships"] == 2, witness
+    assert len(witness["leaders"]) == 1, "one node, twice: not two names"
+    assert reference_check(case.path)["checks"]["election-safety"]["count"] == 1
+
+
+def test_a_wiped_node_starting_fresh_has_not_forgotten_its_vote(checked):
+    case, result = checked["wiped"]
+    check = result["checks"]["forgotten-vote"]
+    assert check["valid"] is True and check["count"] == 0, check
+    assert reference_check(case.path)["checks"]["forgotten-vote"]["count"] == 0

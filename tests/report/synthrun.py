@@ -21,20 +21,27 @@ def _events(sim: Sim, end_ns: int) -> dict[str, list[dict[str, Any]]]:
     """The sim's role lines with a candidacy before each election and commit lines; the last
     node commits nothing in the middle third of the run, then catches up."""
     acks = sorted((done["time"], done["value"]["log_index"]) for _, done in sim.ops("append", "ok"))
+    elected = sorted((e["time_ns"], e["term"]) for lines in sim.events.values() for e in lines
+                     if e.get("role") == "leader")
+
+    def term_at(t: int) -> int:  # the term a commit at `t` was learned in: the last election's
+        return max((term for at, term in elected if at <= t), default=0)
+
     lagging = sim.nodes[-1]
     events: dict[str, list[dict[str, Any]]] = {}
     for node in sim.nodes:
         lines = []
         for line in sim.events[node]:
-            if line["role"] == "leader":
+            if line.get("role") == "leader":
                 stood = max(0, line["time_ns"] - MS)
                 lines.append({**line, "role": "candidate", "leader": None, "time_ns": stood})
             lines.append(line)
         for t, index in acks:
             if node == lagging and end_ns // 3 < t < 2 * end_ns // 3:
                 continue
-            lines.append({"event": "commit", "time_ns": t, "node": node, "term": 1, "commit_index": index})
-        lines.append({"event": "commit", "time_ns": end_ns, "node": node, "term": 1,
+            lines.append({"event": "commit", "time_ns": t, "node": node, "term": term_at(t),
+                          "commit_index": index})
+        lines.append({"event": "commit", "time_ns": end_ns, "node": node, "term": term_at(end_ns),
                       "commit_index": len(sim.log) - 1})
         placed = [{**e, "real_ns": WALL + e["time_ns"]} for e in lines]
         events[node] = sorted(placed, key=lambda e: e["real_ns"])
