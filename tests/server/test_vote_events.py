@@ -72,16 +72,18 @@ def test_a_restarted_node_recovers_its_vote_and_one_that_lost_it_is_flagged(loca
 def test_a_new_leader_logs_where_its_log_ended_and_holds_what_was_committed(local_cluster):
     cluster: LocalCluster = local_cluster(3)
     logs = {node: cluster.data_dir(node) / EVENTS_FILE for node in cluster.ids}
-    first = cluster.wait_for_leader()
+    cluster.wait_for_leader()
     with cluster.client(timeout=5) as client:
-        last = max(client.append(f"e{i}".encode()).last_index for i in range(20))
-    cluster.kill(first)
-    rest = [n for n in cluster.ids if n != first]
-    second = cluster.wait_for_leader(among=rest)
-    leading = [line for line in lines(logs[second], "role") if line["role"] == "leader"]
-    assert leading and leading[-1]["end_index"] >= last, leading
+        acks = [client.append(f"e{i}".encode()) for i in range(20)]
+    last = acks[-1]
+    cluster.kill(last.node)  # the leader that committed it, or a follower if leadership moved since
+    cluster.wait_for_leader(among=[n for n in cluster.ids if n != last.node])
+    # every leader of a later term took office with a log that reached the last index committed
+    later = [line for path in logs.values() for line in lines(path, "role")
+             if line["role"] == "leader" and line["term"] > last.term]
+    assert later and all(line["end_index"] >= last.last_index for line in later), later
     claims = event_claims(list(logs.values()))
-    assert max(claims.committed.values()) >= last and claims.leader_completeness == 0
+    assert max(claims.committed.values()) >= last.last_index and claims.leader_completeness == 0
     # a leader line whose log ended below what an earlier term committed is what the check finds
-    claims.leader_ends.append((leading[-1]["term"], last - 1))
+    claims.leader_ends.append((later[0]["term"], last.last_index - 1))
     assert claims.leader_completeness == 1
