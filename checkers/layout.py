@@ -31,6 +31,7 @@ class ResultsDir:
     fault_log: dict[str, Any] | None = None  # test.json's record of what each fault did
     inputs: frozenset[str] = frozenset(INPUTS)  # the evidence the folder holds by design
     source: dict[str, Any] | None = None  # test.json's `source`: where an imported history came from
+    history_wall_ns: int | None = None  # test.json's: the machine's wall clock at history time 0
 
     @classmethod
     def open(cls, path: Path | str) -> ResultsDir:
@@ -52,7 +53,9 @@ class ResultsDir:
         names, count = _declared_nodes(test)
         inputs = _inputs(path, test, names or count)
         source = test.get("source") if isinstance(test.get("source"), dict) else None
-        return cls(path, mode, names, count, tuple(notes), test.get("fault_log"), inputs, source)
+        wall = test.get("history_wall_ns")
+        wall = wall if isinstance(wall, int) and not isinstance(wall, bool) else None
+        return cls(path, mode, names, count, tuple(notes), test.get("fault_log"), inputs, source, wall)
 
     @property
     def history(self) -> Path:

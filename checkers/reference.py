@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from checkers.checks.verdict import add_never_read, decide, undecided
+from checkers.checks.verdict import DRIFT, JUDGED_MODES, MARGIN_NS, add_never_read, decide, undecided
 from checkers.jsonlines import HistoryValidator, event_line_problem, final_line_problem, iter_jsonl
 from checkers.layout import ResultsDir
 
@@ -36,6 +36,7 @@ class Op:
     cmp_index: int | None = None
     cmp_time: int | None = None
     result: dict[str, Any] = field(default_factory=dict)
+    node: str | None = None  # the node that answered (the completion's)
 
     @property
     def id(self) -> str:
@@ -133,11 +134,12 @@ def load(results_dir: Path | str) -> Run:
             kinds[op.f].append(op)
         else:
             op = open_ops.pop(line["process"])
-            op.type, op.cmp_index, op.cmp_time, op.result = (
+            op.type, op.cmp_index, op.cmp_time, op.result, op.node = (
                 line["type"],
                 line["index"],
                 line["time"],
                 line["value"],
+                line.get("node"),
             )
     finals = {
         node: {e["log_index"]: e.get("id") for _, e in iter_jsonl(path, final_line_problem)}
@@ -158,6 +160,7 @@ class EventClaims:
     forgotten_votes: int = 0  # start lines that recovered less than the node's last vote line
     leader_ends: list[tuple[int, int]] = field(default_factory=list)  # (term, end_index) per leader line
     committed: dict[int, int] = field(default_factory=dict)  # term -> the highest commit index reported in it
+    leader_lines: list[tuple[str, int, int]] = field(default_factory=list)  # (node, term, real_ns)
 
     @property
     def election_safety(self) -> int:
@@ -184,6 +187,7 @@ def event_claims(paths: list[Path]) -> EventClaims:
             if e.get("role") == "leader":
                 claims.leaders[e["term"]].add(e["node"])
                 claims.leaderships[e["term"]].append(e["node"])
+                claims.leader_lines.append((e["node"], e["term"], e.get("real_ns", e["time_ns"])))
                 if e.get("end_index") is not None:
                     claims.leader_ends.append((e["term"], e["end_index"]))
             elif e.get("event") == "commit":
@@ -332,9 +336,29 @@ def _checks(run: Run) -> dict[str, int]:
     counts["hole"] = holes
     counts["election-safety"] = run.events.election_safety
     counts["leader-completeness"] = run.events.leader_completeness
+    counts["stale-leader-read"] = _stale_leader_reads(run)
     counts["forgotten-vote"] = run.events.forgotten_votes
     counts.update(_consumer_checks(run, log, pos))
     return counts
+
+
+def _stale_leader_reads(run: Run) -> int:
+    """Reads of a judged mode answered by a node whose latest leader line before the answer is of
+    a lower term than a leader line written before the read was invoked (`checkers.checks.leaderreads`)."""
+    wall = run.layout.history_wall_ns
+    if wall is None or not run.layout.linearizable_reads:
+        return 0
+    found = 0
+    for r in run.reads:
+        if (r.value.get("mode") or run.layout.read_mode) not in JUDGED_MODES or r.node is None:
+            continue
+        invoked = wall + r.inv_time - MARGIN_NS - int(r.inv_time * DRIFT)
+        answered = wall + (r.cmp_time or 0)
+        lines = run.events.leader_lines
+        served = max((t for n, t, at in lines if n == r.node and at <= answered), default=-1)
+        newest = max((t for _, t, at in lines if at <= invoked), default=None)
+        found += newest is not None and newest > served
+    return found
 
 
 def _consumer_checks(run: Run, log: dict[int, str | None] | None, pos: dict[str, int]) -> dict[str, int]:

@@ -34,6 +34,7 @@ class Sim:
     nodes: list[str]
     read_mode: str = "read-index"
     final: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    history_wall_ns: int | None = None  # test.json's, when the events' times are to be placed
 
     def __post_init__(self) -> None:
         if not self.final:
@@ -70,7 +71,10 @@ class Sim:
             (folder / "nodes" / node / "events.jsonl").write_text(
                 "".join(json.dumps(e) + "\n" for e in lines)
             )
-        (folder / "test.json").write_text(json.dumps({"nodes": self.nodes, "read_mode": self.read_mode}))
+        test: dict[str, Any] = {"nodes": self.nodes, "read_mode": self.read_mode}
+        if self.history_wall_ns is not None:
+            test["history_wall_ns"] = self.history_wall_ns
+        (folder / "test.json").write_text(json.dumps(test))
         if stores:
             for node, entries in self.final.items():
                 write_store(folder / "nodes" / node / "data", entries)

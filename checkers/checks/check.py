@@ -22,6 +22,7 @@ from checkers.checks.anomalies import DEFAULT_WITNESSES, SUSPECT, Found, collect
 from checkers.checks.elections import election_safety, forgotten_vote, leader_completeness, load_events
 from checkers.checks.finallogs import FinalLogs, load_final_logs
 from checkers.checks.history import History, load_history
+from checkers.checks.leaderreads import stale_leader_reads
 from checkers.checks.replicas import load_stores, replica_disagreement, replica_flags
 from checkers.checks.tables import Tables
 from checkers.checks.verdict import CHECKS, FINAL, INFORMATIONAL, add_never_read, decide, undecided
@@ -123,7 +124,8 @@ def check_many(
             if replicas is not None:
                 found = screen.findings(spark, tables, witnesses) if screened is None else screened
                 found = _merged(found, _suspects(replicas.result()))
-            found = _merged(found, elections.result())
+            found = _merged(found, elections.result()[0])
+            found = _merged(found, _leader_reads(spark, tables, elections.result()[1], dirs, witnesses))
             flagged = {hid: _flagged(hid, found, finals) for hid in range(len(dirs))}
             screen_done = time.monotonic()
             hids = range(len(dirs))
@@ -237,11 +239,21 @@ def _screened(found: Found, decided: dict[int, frozenset[str]]) -> Found:
     }
 
 
-def _elections(spark: SparkSession, dirs: list[ResultsDir], witnesses: int) -> Found:
-    """The election-safety, leader-completeness and forgotten-vote findings (exact on either path)."""
+def _elections(spark: SparkSession, dirs: list[ResultsDir], witnesses: int) -> tuple[Found, DataFrame]:
+    """The election-safety, leader-completeness and forgotten-vote findings (exact on either
+    path), and the events they came from."""
     events = load_events(spark, dirs)
     checks = (election_safety, leader_completeness, forgotten_vote)
-    return collect_anomalies(reduce(DataFrame.unionByName, [c(events) for c in checks]), witnesses)
+    return collect_anomalies(reduce(DataFrame.unionByName, [c(events) for c in checks]), witnesses), events
+
+
+def _leader_reads(spark: SparkSession, t: Tables, events: DataFrame, dirs: list[ResultsDir],
+                  witnesses: int) -> Found:
+    """The stale-leader-read findings (exact on either path) of the histories with linearizable reads."""
+    walls = {hid: d.history_wall_ns for hid, d in enumerate(dirs)
+             if d.history_wall_ns is not None and hid in t.linearizable}
+    modes = {hid: d.read_mode for hid, d in enumerate(dirs)}
+    return collect_anomalies(stale_leader_reads(spark, t, events, walls, modes), witnesses)
 
 
 def _merged(found: Found, more: Found) -> Found:

@@ -42,6 +42,7 @@ VALUE_SCHEMA = StructType(
         StructField("consumer", LongType()),
         StructField("offset", LongType()),
         StructField("rewound", BooleanType()),
+        StructField("mode", StringType()),
     ]
 )
 _FIELDS = [
@@ -66,6 +67,7 @@ VALUE_COLUMNS = {
     "commit_index": "commit_index",
     "consumer": "consumer",
     "offset": "offset",
+    "mode": "mode",
 }
 # Columns a line hands to the invoke before it (lead) and to the line after it (lag).
 NEXT = (
@@ -97,7 +99,8 @@ class History:
     reads (ok reads only): hid, rid (the invoke's index), process, node, inv_time, cmp_index,
         cmp_time, rfrom (0 when not given), rto (null: to the log's end), whole (the invoke
         asked for the log to its end), commit_index, seen_max (highest index seen, null if
-        none), k (seen_max, or rfrom - 1), gap (the read's entries skip an index of rfrom..k),
+        none), mode (the invoke's read mode, null when it names none), served_by (the node
+        that answered), k (seen_max, or rfrom - 1), gap (the read's entries skip an index of rfrom..k),
         uncommitted (it saw an index past the commit index it reported), malformed (its
         entries contradict its range, `contradicts`), covers (the indexes it speaks for,
         `covers`), p_ack, p_seen.
@@ -231,6 +234,7 @@ def _lines(spark: SparkSession, files: list[SourceFile], bucket_lines: int) -> D
             "commit_index",
             "consumer",
             "offset",
+            "mode",
             "corrupt",
             "bad",
             "c_ack",
@@ -376,6 +380,8 @@ def _ops(good: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame, DataFrame, D
         F.col("rto").isNull().alias("whole"),
         F.col("next_commit_index").alias("commit_index"),
         F.col("next_c_seen").alias("seen_max"),
+        "mode",
+        F.col("next_node").alias("served_by"),
         indexes.alias("_indexes"),
         "p_ack",
         "p_seen",

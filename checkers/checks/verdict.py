@@ -69,6 +69,8 @@ REGISTRY: tuple[Check, ...] = (
           needs=("stores", FINAL), reads_history=False),
     Check("election-safety", "two leaders in one term, or one node leading a term twice", needs=("events",),
           reads_history=False),
+    Check("stale-leader-read", "a read-index or lease read answered by a leader of a term below one "
+          "whose leader was elected before the read was invoked", needs=("events",)),
     Check("leader-completeness", "a leader whose log, when it took office, ended below an index committed "
           "in an earlier term", needs=("events",), reads_history=False),
     Check("forgotten-vote", "a node that restarted with an earlier term, or another vote, than the term and "
@@ -86,6 +88,11 @@ REGISTRY: tuple[Check, ...] = (
     Check("recovered", "indeterminate appends that did land (not an error)", needs=(FINAL,),
           informational=True),
 )
+# stale-leader-read (`checkers.checks.leaderreads`): the read modes it judges, how long before an
+# invoke a leader line must come, and the monotonic clock's drift from the wall clock it allows
+JUDGED_MODES = ("read-index", "lease")
+MARGIN_NS = 50_000_000
+DRIFT = 0.0005
 BY_NAME = {c.name: c for c in REGISTRY}
 CHECKS = tuple(c.name for c in REGISTRY)
 INFORMATIONAL = frozenset(c.name for c in REGISTRY if c.informational)

@@ -10,6 +10,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from checkers.checks.verdict import DRIFT, MARGIN_NS
 from checkers.synth import Sim
 
 Injection = Callable[[Sim, random.Random], dict[str, Any]]
@@ -171,6 +172,20 @@ def _leader_completeness(sim: Sim, rng: random.Random) -> dict[str, Any]:
     return {"term": second["term"], "node": second["node"]}
 
 
+def _stale_leader_read(sim: Sim, rng: random.Random) -> dict[str, Any]:
+    """A read answered by a leader of term N-1 though another node led term N before it was invoked."""
+    inv, done = rng.choice([pair for pair in _reads(sim) if pair[1] is not None])
+    served, newer = rng.sample(sim.nodes, 2)
+    term = max(e["term"] for lines in sim.events.values() for e in lines) + 2
+    before = inv["time"] - MARGIN_NS - int(inv["time"] * DRIFT)
+    for node, t, at in ((served, term - 1, before - 10), (newer, term, before - 5)):
+        sim.events[node].append({"event": "role", "time_ns": at, "node": node, "term": t, "role": "leader",
+                                 "leader": node})
+    done["node"] = served
+    sim.history_wall_ns = 0
+    return {"read": sim.history.index(inv), "served_by": served, "leader": newer}
+
+
 def _relead(sim: Sim, rng: random.Random) -> dict[str, Any]:
     """The leader of a term leads it again after a follower line of the same term."""
     line = next(e for lines in sim.events.values() for e in lines if e.get("role") == "leader")
@@ -308,6 +323,7 @@ INJECTIONS: dict[str, Injection] = {
     "election-safety": _election_safety,
     "leader-completeness": _leader_completeness,
     "forgotten-vote": _forgotten_vote,
+    "stale-leader-read": _stale_leader_read,
 }
 
 

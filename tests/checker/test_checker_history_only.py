@@ -257,8 +257,8 @@ def test_a_clean_history_on_its_own_ends_valid_and_says_what_did_not_apply(verdi
         assert result["valid"] is True, (name, result["checks"])
         not_applicable = {n for n, c in result["checks"].items() if c["valid"] == NOT_APPLICABLE}
         assert not_applicable == {
-            "replica-disagreement", "election-safety", "leader-completeness", "forgotten-vote",
-            "consumed-then-lost", "recovered"
+            "replica-disagreement", "election-safety", "stale-leader-read", "leader-completeness",
+            "forgotten-vote", "consumed-then-lost", "recovered"
         }
         assert all(result["checks"][n]["note"] for n in not_applicable)
         assert result["checks"]["lost"]["evidence"] == ["history"]

@@ -48,6 +48,15 @@ def _events(sim: Sim, end_ns: int) -> dict[str, list[dict[str, Any]]]:
     return events
 
 
+def _answered_by_the_leader(sim: Sim) -> None:
+    """Every read is answered by the node that led when it completed (a read-index read is)."""
+    elected = sorted((e["time_ns"], e["node"]) for lines in sim.events.values() for e in lines
+                     if e.get("role") == "leader")
+    for _, done in sim.ops("read"):
+        if done is not None:
+            done["node"] = max(((at, n) for at, n in elected if at <= done["time"]), default=(0, None))[1]
+
+
 def build_run(folder: Path, *, seed: int = 5, lose: bool = False, stores: bool = False) -> Path:
     """A results folder; with `lose`, the last acknowledged append is cut from every final log;
     with `stores`, the nodes' store files too (without them replica-disagreement is unknown)."""
@@ -56,6 +65,7 @@ def build_run(folder: Path, *, seed: int = 5, lose: bool = False, stores: bool =
         if line["process"] == "nemesis" and line["f"] == "start-partition" and line["type"] != "invoke":
             line["value"] = {**line["value"], "targets": TARGETS}
     end_ns = sim.history[-1]["time"]
+    _answered_by_the_leader(sim)
     sim.events = _events(sim, end_ns)
     if lose:
         victim = max(done["value"]["log_index"] for _, done in sim.ops("append", "ok"))
