@@ -60,7 +60,8 @@ def default_argv(mutant: Mutant) -> tuple[str, ...]:
 
 
 def hunt(mutant: Mutant, kind: str, seeds: list[int], out: Path) -> RunFinding:
-    """Run `mutant` with the flags of `kind` ("default" or "cell") for each seed until one is not valid."""
+    """Run `mutant` with the flags of `kind` ("default" or "cell") for each seed until one is not
+    valid (a run that failed inside the harness tells nothing of the bug: the next seed runs)."""
     argv = default_argv(mutant) if kind == "default" else mutant.run
     name = f"mutant-{mutant.name}-{kind}"
     verdicts: list[str] = []
@@ -73,7 +74,7 @@ def hunt(mutant: Mutant, kind: str, seeds: list[int], out: Path) -> RunFinding:
             verdict = verdict if control == EXIT_VALID else CONTROL_TOO
         verdicts.append(verdict)
         run_dirs.append(str(run_dir))
-        if code != EXIT_VALID and verdict != CONTROL_TOO:
+        if verdict not in ("valid", "error", CONTROL_TOO):
             break
     return RunFinding(kind, argv, tuple(verdicts), tuple(seeds[:len(verdicts)]), tuple(run_dirs))
 

@@ -162,6 +162,7 @@ def test_a_copy_another_process_finished_meanwhile_is_kept_not_replaced(
     ([1, 1], [1, 0], (e2e.CONTROL_TOO, "invalid"), 2),  # the first run proves nothing
     ([1, 1, 1], [1, 1, 1], (e2e.CONTROL_TOO,) * 3, None),
     ([0, 0, 0], [], ("valid",) * 3, None),
+    ([255, 1], [0], ("error", "invalid"), 2),  # a run the harness failed tells nothing: the next seed runs
 ])
 def test_an_invalid_run_counts_only_when_the_unmodified_node_passes_it(
         monkeypatch, tmp_path, mutated, control, verdicts, caught_at):
