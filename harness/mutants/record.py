@@ -15,6 +15,10 @@ CAUGHT_BY_CELL: dict[str, str] = {
              f"--runs cell --run-seeds 1 --start 1215888288`)"
        for name in ("ack-before-quorum", "ack-before-fsync", "follower-acks-unflushed", "vote-twice-in-term",
                     "read-beyond-commit")},
+    **{name: f"invalid at seed 291446987, 72210cb (forgotten-vote, and two leaders of term 1), the "
+             f"unmodified node valid (`hunt {name} --sim-seeds 0 --runs cell --run-seeds 1 "
+             f"--start 291446987`)"
+       for name in ("vote-not-persisted", "vote-saved-only-on-term-change")},
     "commit-quorum-off-by-one": "invalid at seed 579535017, 2b0b633, the unmodified node valid (valid at "
                                 "1215888288; `hunt commit-quorum-off-by-one --sim-seeds 0 --runs cell "
                                 "--run-seeds 1 --start 579535017`)",
