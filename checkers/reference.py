@@ -11,10 +11,10 @@ tests check that it says "not linearizable" exactly when the checks find an anom
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from checkers.checks.verdict import DRIFT, JUDGED_MODES, MARGIN_NS, add_never_read, decide, undecided
 from checkers.jsonlines import HistoryValidator, event_line_problem, final_line_problem, iter_jsonl
@@ -151,29 +151,36 @@ def load(results_dir: Path | str) -> Run:
                event_claims(list(layout.event_logs().values())))
 
 
+class LeaderLine(NamedTuple):
+    """A `leader` role line: who, which term, when (real_ns) and where its log ended (if said)."""
+
+    node: str
+    term: int
+    at: int
+    end_index: int | None
+
+
 @dataclass
 class EventClaims:
     """What the nodes' events.jsonl say about leaders and votes."""
 
     leaders: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))  # term -> claimed
-    leaderships: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))  # `leader` lines
-    forgotten_votes: int = 0  # start lines that recovered less than the node's last vote line
-    leader_ends: list[tuple[int, int]] = field(default_factory=list)  # (term, end_index) per leader line
+    leader_lines: list[LeaderLine] = field(default_factory=list)
     committed: dict[int, int] = field(default_factory=dict)  # term -> the highest commit index reported in it
-    leader_lines: list[tuple[str, int, int]] = field(default_factory=list)  # (node, term, real_ns)
+    forgotten_votes: int = 0  # start lines that recovered less than the node's last vote line
 
     @property
     def election_safety(self) -> int:
         """Terms with two leaders, or a node leading them twice."""
-        return sum(1 for term, names in self.leaders.items()
-                   if len(names) > 1 or len(self.leaderships[term]) > len(set(self.leaderships[term])))
-
+        lines = Counter((line.term, line.node) for line in self.leader_lines)
+        twice = {term for (term, _), n in lines.items() if n > 1}
+        return sum(1 for term, names in self.leaders.items() if len(names) > 1 or term in twice)
 
     @property
     def leader_completeness(self) -> int:
         """Leader lines whose log ended below an index committed in an earlier term."""
-        return sum(1 for term, end in self.leader_ends
-                   if any(index > end for t, index in self.committed.items() if t < term))
+        return sum(1 for line in self.leader_lines if line.end_index is not None
+                   and any(index > line.end_index for t, index in self.committed.items() if t < line.term))
 
 
 def event_claims(paths: list[Path]) -> EventClaims:
@@ -186,10 +193,8 @@ def event_claims(paths: list[Path]) -> EventClaims:
         for e in lines:
             if e.get("role") == "leader":
                 claims.leaders[e["term"]].add(e["node"])
-                claims.leaderships[e["term"]].append(e["node"])
-                claims.leader_lines.append((e["node"], e["term"], e.get("real_ns", e["time_ns"])))
-                if e.get("end_index") is not None:
-                    claims.leader_ends.append((e["term"], e["end_index"]))
+                claims.leader_lines.append(
+                    LeaderLine(e["node"], e["term"], e.get("real_ns", e["time_ns"]), e.get("end_index")))
             elif e.get("event") == "commit":
                 claims.committed[e["term"]] = max(claims.committed.get(e["term"], -1), e["commit_index"])
             elif e.get("role") and e.get("leader") is not None:
@@ -349,14 +354,14 @@ def _stale_leader_reads(run: Run) -> int:
     if wall is None or not run.layout.linearizable_reads:
         return 0
     found = 0
+    lines = run.events.leader_lines
     for r in run.reads:
         if (r.value.get("mode") or run.layout.read_mode) not in JUDGED_MODES or r.node is None:
             continue
         invoked = wall + r.inv_time - MARGIN_NS - int(r.inv_time * DRIFT)
         answered = wall + (r.cmp_time or 0)
-        lines = run.events.leader_lines
-        served = max((t for n, t, at in lines if n == r.node and at <= answered), default=-1)
-        newest = max((t for _, t, at in lines if at <= invoked), default=None)
+        served = max((ln.term for ln in lines if ln.node == r.node and ln.at <= answered), default=-1)
+        newest = max((ln.term for ln in lines if ln.at <= invoked), default=None)
         found += newest is not None and newest > served
     return found
 

@@ -124,8 +124,9 @@ def check_many(
             if replicas is not None:
                 found = screen.findings(spark, tables, witnesses) if screened is None else screened
                 found = _merged(found, _suspects(replicas.result()))
-            found = _merged(found, elections.result()[0])
-            found = _merged(found, _leader_reads(spark, tables, elections.result()[1], dirs, witnesses))
+            elected, events = elections.result()
+            found = _merged(found, elected)
+            found = _merged(found, _leader_reads(spark, tables, events, dirs, witnesses))
             flagged = {hid: _flagged(hid, found, finals) for hid in range(len(dirs))}
             screen_done = time.monotonic()
             hids = range(len(dirs))

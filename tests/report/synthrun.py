@@ -17,15 +17,20 @@ WALL = 1_700_000_000_000_000_000
 TARGETS = ["n1", "n2"]
 
 
+def _leader_at(sim: Sim, t: int) -> dict[str, Any] | None:
+    """The sim's last `leader` line at or before time `t`, if any."""
+    return max((e for lines in sim.events.values() for e in lines
+                if e.get("role") == "leader" and e["time_ns"] <= t), key=lambda e: e["time_ns"], default=None)
+
+
 def _events(sim: Sim, end_ns: int) -> dict[str, list[dict[str, Any]]]:
     """The sim's role lines with a candidacy before each election and commit lines; the last
     node commits nothing in the middle third of the run, then catches up."""
     acks = sorted((done["time"], done["value"]["log_index"]) for _, done in sim.ops("append", "ok"))
-    elected = sorted((e["time_ns"], e["term"]) for lines in sim.events.values() for e in lines
-                     if e.get("role") == "leader")
 
     def term_at(t: int) -> int:  # the term a commit at `t` was learned in: the last election's
-        return max((term for at, term in elected if at <= t), default=0)
+        leader = _leader_at(sim, t)
+        return 0 if leader is None else leader["term"]
 
     lagging = sim.nodes[-1]
     events: dict[str, list[dict[str, Any]]] = {}
@@ -50,11 +55,10 @@ def _events(sim: Sim, end_ns: int) -> dict[str, list[dict[str, Any]]]:
 
 def _answered_by_the_leader(sim: Sim) -> None:
     """Every read is answered by the node that led when it completed (a read-index read is)."""
-    elected = sorted((e["time_ns"], e["node"]) for lines in sim.events.values() for e in lines
-                     if e.get("role") == "leader")
     for _, done in sim.ops("read"):
         if done is not None:
-            done["node"] = max(((at, n) for at, n in elected if at <= done["time"]), default=(0, None))[1]
+            leader = _leader_at(sim, done["time"])
+            done["node"] = None if leader is None else leader["node"]
 
 
 def build_run(folder: Path, *, seed: int = 5, lose: bool = False, stores: bool = False) -> Path:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers.reference import event_claims
+from checkers.reference import LeaderLine, event_claims
 from nodes.clock import NodeClock
 from nodes.events import EVENTS_FILE, EventLog
 from nodes.store.termfile import TermState, load_term, save_term
@@ -85,5 +85,5 @@ def test_a_new_leader_logs_where_its_log_ended_and_holds_what_was_committed(loca
     claims = event_claims(list(logs.values()))
     assert max(claims.committed.values()) >= last.last_index and claims.leader_completeness == 0
     # a leader line whose log ended below what an earlier term committed is what the check finds
-    claims.leader_ends.append((later[0]["term"], last.last_index - 1))
+    claims.leader_lines.append(LeaderLine(later[0]["node"], later[0]["term"], 0, last.last_index - 1))
     assert claims.leader_completeness == 1
